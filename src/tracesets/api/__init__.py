@@ -1,0 +1,1 @@
+"""The HTTP layer: thin routes over ``tracesets.service``."""

@@ -1,0 +1,120 @@
+"""The application: settings in, a FastAPI app out, every error rendered in one place."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI, Request, Response
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
+
+from tracesets import __version__, tokens
+from tracesets.api import blobs, openapi, render, tracesets
+from tracesets.db.engine import Database
+from tracesets.problems import (
+    InvalidRequest,
+    NotFound,
+    Problem,
+    TracesetsError,
+    Unauthorized,
+)
+from tracesets.service import TracesetService
+from tracesets.settings import DEFAULT_WORKSPACE, Settings
+from tracesets.storage.local import LocalBlobStore
+from tracesets.storage.signing import URLSigner
+
+log = logging.getLogger("tracesets")
+
+
+def build_service(settings: Settings) -> TracesetService:
+    """Open the database (migrated), the file store and the signer the settings name."""
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    db = Database(settings.database_url)
+    db.migrate()
+    if settings.bootstrap_token is not None:
+        tokens.ensure(db, settings.bootstrap_token, workspace=DEFAULT_WORKSPACE, name="bootstrap")
+    return TracesetService(
+        db,
+        LocalBlobStore(settings.data_dir),
+        URLSigner(settings.signing_secret()),
+        upload_ttl=settings.upload_url_ttl,
+        download_ttl=settings.download_url_ttl,
+    )
+
+
+def _validation_problems(exc: RequestValidationError) -> list[Problem]:
+    problems = []
+    for error in exc.errors():
+        where = [
+            str(part) for part in error.get("loc", ()) if part not in ("query", "path", "body")
+        ]
+        member = ".".join(where)
+        problems.append(
+            Problem(member, error.get("input"), f"{member}: {error.get('msg', 'invalid')}")
+        )
+    return problems or [Problem("", None, "The request is invalid")]
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(TracesetsError)
+    async def on_tracesets_error(_: Request, exc: TracesetsError) -> Response:
+        headers = {"WWW-Authenticate": "Bearer"} if isinstance(exc, Unauthorized) else None
+        return render.problem_response(exc, headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def on_validation_error(_: Request, exc: RequestValidationError) -> Response:
+        return render.problem_response(InvalidRequest.of(_validation_problems(exc)))
+
+    @app.exception_handler(HTTPException)
+    async def on_http_error(request: Request, exc: HTTPException) -> Response:
+        if exc.status_code == 404:
+            return render.problem_response(
+                NotFound.of([Problem("path", request.url.path, "No such route")])
+            )
+        detail = str(exc.detail)
+        slug = detail.lower().replace(" ", "-")
+        return render.problem(
+            exc.status_code, slug, detail, detail, headers=dict(exc.headers or {})
+        )
+
+    @app.exception_handler(ClientDisconnect)
+    async def on_disconnect(_: Request, __: ClientDisconnect) -> Response:
+        return Response(status_code=400)
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or Settings.from_env()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        app.state.service = build_service(settings)
+        try:
+            yield
+        finally:
+            app.state.service.db.dispose()
+
+    app = FastAPI(
+        title="Tracesets",
+        version=__version__,
+        summary="Keep the traces of distributed ML training runs, with trustworthy workload metadata.",
+        lifespan=lifespan,
+        openapi_url="/openapi.json",
+        docs_url="/docs",
+        redoc_url=None,
+        generate_unique_id_function=lambda route: route.name,
+    )
+    app.state.settings = settings
+    app.include_router(tracesets.router)
+    app.include_router(blobs.router)
+
+    @app.get("/healthz", tags=["service"], summary="Liveness", operation_id="healthz")
+    async def healthz() -> dict[str, Any]:
+        return {"status": "ok"}
+
+    _install_error_handlers(app)
+    app.openapi = lambda: openapi.build(app)  # type: ignore[method-assign]
+    return app

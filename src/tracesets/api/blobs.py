@@ -1,0 +1,79 @@
+"""The signed URLs the service serves itself (local storage): file bytes in and out.
+
+These routes take no bearer token: the URL's signature and expiry are its authority.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request, Response
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import FileResponse
+
+from tracesets.api import render
+from tracesets.api.deps import Service
+from tracesets.api.openapi import errors
+from tracesets.service import BLOB_ROUTE
+
+router = APIRouter(prefix=BLOB_ROUTE, tags=["signed URLs"])
+
+Expires = Annotated[str | None, Query(description="Expiry, as a Unix time; part of the signature.")]
+Signature = Annotated[str | None, Query(description="HMAC-SHA256 of method, file and expiry.")]
+
+
+@router.put(
+    "/{traceset_id}/{idx}",
+    summary="Upload a file's bytes to its signed URL",
+    description="The body is the file's exact bytes. Accepted only if the byte count equals "
+    "the declared size and, where a sha256 was declared, the digest matches; otherwise 400 and "
+    "nothing is kept. Sending the same bytes again is harmless.",
+    responses={
+        200: {"description": "The file arrived whole."},
+        **errors(400, 403, 404),
+    },
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {
+                "application/octet-stream": {"schema": {"type": "string", "format": "binary"}}
+            },
+        }
+    },
+)
+async def upload_file(
+    request: Request,
+    service: Service,
+    traceset_id: str,
+    idx: int,
+    expires: Expires = None,
+    signature: Signature = None,
+) -> Response:
+    await service.receive_file(
+        traceset_id, idx, request.stream(), expires=expires, signature=signature
+    )
+    return render.json_response({"received": True})
+
+
+@router.get(
+    "/{traceset_id}/{idx}",
+    summary="Download a file's bytes from its signed URL",
+    response_class=FileResponse,
+    responses={200: {"description": "The file's bytes."}, **errors(403, 404)},
+)
+async def download_signed_file(
+    service: Service,
+    traceset_id: str,
+    idx: int,
+    expires: Expires = None,
+    signature: Signature = None,
+) -> FileResponse:
+    file, key = await run_in_threadpool(
+        service.signed_download, traceset_id, idx, expires=expires, signature=signature
+    )
+    return FileResponse(
+        service.store.path(key),
+        media_type="application/octet-stream",
+        filename=posixpath.basename(file.name),
+    )

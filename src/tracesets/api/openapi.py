@@ -1,0 +1,80 @@
+"""The OpenAPI 3.1 description: FastAPI's, plus what routes that read raw bodies need.
+
+Request bodies are parsed by the strict JSON reader, not by FastAPI, so their schemas
+are added here by name; FastAPI's 422 answers are replaced by the 400 problem details
+the service really sends.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+from pydantic import BaseModel
+from pydantic.json_schema import models_json_schema
+
+from tracesets import wire
+from tracesets.api.render import PROBLEM_JSON
+
+_DESCRIPTIONS = {
+    400: "The request breaks a rule; `errors` lists every problem found.",
+    401: "No token, or a token the service does not know.",
+    403: "The signed URL was altered, has expired or is for another file.",
+    404: "No such traceset in this workspace.",
+    409: "The traceset is not in a state that allows this.",
+    413: "The request body is larger than 4 MiB.",
+}
+
+#: Models described by name because routes read their bodies themselves.
+_BODY_MODELS: tuple[type[BaseModel], ...] = (
+    wire.UploadUrlRequest,
+    wire.UploadWorkloadMetadata,
+    wire.ProblemDetails,
+)
+
+
+def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    return {
+        status: {
+            "description": _DESCRIPTIONS[status],
+            "content": {PROBLEM_JSON: {"schema": {"$ref": "#/components/schemas/ProblemDetails"}}},
+        }
+        for status in statuses
+    }
+
+
+def json_body(schema: str) -> dict[str, Any]:
+    return {
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{schema}"}}},
+        }
+    }
+
+
+def build(app: FastAPI) -> dict[str, Any]:
+    if app.openapi_schema is not None:
+        return app.openapi_schema
+    doc = get_openapi(
+        title=app.title,
+        version=app.version,
+        summary=app.summary,
+        description=app.description,
+        routes=app.routes,
+    )
+    schemas: dict[str, Any] = doc.setdefault("components", {}).setdefault("schemas", {})
+    _, extra = models_json_schema(
+        [(model, "validation") for model in _BODY_MODELS],
+        ref_template="#/components/schemas/{model}",
+    )
+    schemas.update(extra.get("$defs", {}))
+    for name in ("HTTPValidationError", "ValidationError"):
+        schemas.pop(name, None)
+    for path in doc.get("paths", {}).values():
+        for operation in path.values():
+            operation.get("responses", {}).pop("422", None)
+            if operation.get("parameters") and "400" not in operation["responses"]:
+                operation["responses"].update({str(k): v for k, v in errors(400).items()})
+    app.openapi_schema = doc
+    return doc

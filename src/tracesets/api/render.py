@@ -1,0 +1,107 @@
+"""Records to JSON bytes. Stored metadata goes out as stored, never re-encoded."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import orjson
+from fastapi import Response
+
+from tracesets import jsontext
+from tracesets.problems import Problem, TracesetsError
+from tracesets.records import Traceset
+from tracesets.service import Page, UploadTarget
+
+PROBLEM_JSON = "application/problem+json"
+
+
+def timestamp(value: datetime | None) -> str | None:
+    if value is None:
+        return None
+    return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
+
+
+def traceset(t: Traceset) -> dict[str, Any]:
+    return {
+        "id": t.id,
+        "name": t.name,
+        "description": t.description,
+        "status": t.status,
+        "createdAt": timestamp(t.created_at),
+        "updatedAt": timestamp(t.updated_at),
+        "promotedAt": timestamp(t.promoted_at),
+        "files": [
+            {
+                "name": f.name,
+                "size": f.size,
+                "role": f.role,
+                "sha256": f.sha256 or f.sha256_declared,
+                "received": f.received,
+            }
+            for f in t.files
+        ],
+        "workloadMetadata": (
+            orjson.Fragment(t.workload_metadata) if t.workload_metadata is not None else None
+        ),
+        "rankCountDerived": t.rank_count,
+    }
+
+
+def upload_targets(traceset_id: str, uploads: Sequence[UploadTarget]) -> dict[str, Any]:
+    return {
+        "tracesetId": traceset_id,
+        "uploads": [
+            {
+                "name": u.name,
+                "role": u.role,
+                "method": u.method,
+                "url": u.url,
+                "headers": u.headers,
+                "expiresAt": timestamp(u.expires_at),
+            }
+            for u in uploads
+        ],
+    }
+
+
+def page(p: Page) -> dict[str, Any]:
+    return {"items": [traceset(t) for t in p.items], "nextCursor": p.next_cursor}
+
+
+def json_response(
+    content: Any, status: int = 200, headers: dict[str, str] | None = None
+) -> Response:
+    return Response(orjson.dumps(content), status, headers, media_type="application/json")
+
+
+def _problem_item(problem: Problem) -> dict[str, Any]:
+    try:
+        value = orjson.Fragment(jsontext.dumps(problem.value))
+    except (jsontext.JsonError, TypeError):
+        value = None  # a value that is not JSON (a lone surrogate): the message names it
+    return {"member": problem.member, "value": value, "message": problem.message}
+
+
+def problem_response(error: TracesetsError, headers: dict[str, str] | None = None) -> Response:
+    return problem(error.status, error.slug, error.title, error.detail, error.problems, headers)
+
+
+def problem(
+    status: int,
+    slug: str,
+    title: str,
+    detail: str,
+    problems: Sequence[Problem] = (),
+    headers: dict[str, str] | None = None,
+) -> Response:
+    """RFC 9457 problem details; ``errors`` lists every problem found."""
+    body = {
+        "type": f"urn:tracesets:problem:{slug}",
+        "title": title,
+        "status": status,
+        "detail": detail,
+        "errors": [_problem_item(p) for p in problems],
+    }
+    return Response(orjson.dumps(body), status, headers, media_type=PROBLEM_JSON)

@@ -1,0 +1,115 @@
+"""The traceset routes under /api/v1/tracesets: parse, call the service, render."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Response
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import RedirectResponse
+
+from tracesets.api import render
+from tracesets.api.deps import BaseURL, Body, Service, Workspace
+from tracesets.api.openapi import errors, json_body
+from tracesets.db.queries import ListFilter
+from tracesets.records import Status
+from tracesets.wire import Traceset, TracesetList, UploadUrlResponse
+
+router = APIRouter(prefix="/api/v1/tracesets", tags=["tracesets"])
+
+
+@router.post(
+    "/upload-url",
+    status_code=201,
+    summary="Request upload URLs for a new traceset",
+    description="Checks the request and its workloadMetadata against every rule, stores a "
+    "pending traceset and answers one signed upload URL per file. Nothing is stored when any "
+    "check fails; every problem found is listed.",
+    response_model=UploadUrlResponse,
+    responses=errors(400, 401, 413),
+    openapi_extra=json_body("UploadUrlRequest"),
+)
+async def request_upload_urls(
+    service: Service, workspace: Workspace, body: Body, base: BaseURL
+) -> Response:
+    traceset, uploads = await run_in_threadpool(service.create_upload, workspace, body, base)
+    return render.json_response(render.upload_targets(traceset.id, uploads), 201)
+
+
+@router.post(
+    "/{traceset_id}/complete",
+    summary="Complete an upload once every file has arrived",
+    description="200 with the traceset, now `ready`; 409 naming each file that has not arrived "
+    "whole. Completing a traceset that is already complete answers it unchanged.",
+    response_model=Traceset,
+    responses=errors(401, 404, 409),
+)
+async def complete_traceset(service: Service, workspace: Workspace, traceset_id: str) -> Response:
+    traceset = await run_in_threadpool(service.complete, workspace, traceset_id)
+    return render.json_response(render.traceset(traceset))
+
+
+@router.get(
+    "/{traceset_id}",
+    summary="Read a traceset",
+    response_model=Traceset,
+    responses=errors(401, 404),
+)
+async def get_traceset(service: Service, workspace: Workspace, traceset_id: str) -> Response:
+    traceset = await run_in_threadpool(service.get, workspace, traceset_id)
+    return render.json_response(render.traceset(traceset))
+
+
+@router.get(
+    "",
+    summary="List tracesets, newest first",
+    description="Filters combine with AND. Pages are cursor based: pass `nextCursor` as "
+    "`cursor` until it is null.",
+    response_model=TracesetList,
+    responses=errors(400, 401),
+)
+async def list_tracesets(
+    service: Service,
+    workspace: Workspace,
+    status: Annotated[Status | None, Query(description="pending, ready or promoted")] = None,
+    rank_count: Annotated[
+        int | None, Query(ge=1, le=2_147_483_647, description="Matches rankCountDerived.")
+    ] = None,
+    limit: Annotated[int, Query(ge=1, le=500, description="Page size, 1 to 500.")] = 50,
+    cursor: Annotated[
+        str | None, Query(max_length=64, description="nextCursor of the previous page.")
+    ] = None,
+) -> Response:
+    where = ListFilter(status=status, rank_count=rank_count)
+    page = await run_in_threadpool(service.list, workspace, where, limit=limit, cursor=cursor)
+    return render.json_response(render.page(page))
+
+
+@router.get(
+    "/{traceset_id}/files/{name:path}",
+    status_code=307,
+    summary="Download a file",
+    description="Redirects to a signed download URL for a received file.",
+    response_class=RedirectResponse,
+    responses={
+        307: {"description": "Location holds the signed download URL."},
+        **errors(401, 404, 409),
+    },
+)
+async def download_file(
+    service: Service, workspace: Workspace, traceset_id: str, name: str, base: BaseURL
+) -> RedirectResponse:
+    url = await run_in_threadpool(service.download_url, workspace, traceset_id, name, base)
+    return RedirectResponse(url, status_code=307)
+
+
+@router.delete(
+    "/{traceset_id}",
+    status_code=204,
+    summary="Delete a traceset and its files",
+    response_class=Response,
+    responses=errors(401, 404),
+)
+async def delete_traceset(service: Service, workspace: Workspace, traceset_id: str) -> Response:
+    await run_in_threadpool(service.delete, workspace, traceset_id)
+    return Response(status_code=204)

@@ -1,0 +1,1 @@
+"""The ``tracesets`` command line."""

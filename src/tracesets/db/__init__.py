@@ -1,0 +1,1 @@
+"""The metadata database: SQLite by default, PostgreSQL by ``DATABASE_URL``."""

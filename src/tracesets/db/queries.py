@@ -1,0 +1,194 @@
+"""Every statement the service runs, as functions of an open connection.
+
+The caller owns the transaction (``Database.read()`` / ``write()``), so a use case
+that reads, checks and writes does it atomically.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Connection, Row, delete, insert, select, update
+
+from tracesets.db.tables import files, tokens, tracesets
+from tracesets.records import Status, StoredFile, Traceset
+from tracesets.uploadrequest import UploadRequest
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    # SQLite hands back naive datetimes; everything stored is UTC.
+    if value is None or value.tzinfo is not None:
+        return value
+    return value.replace(tzinfo=UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class ListFilter:
+    status: Status | None = None
+    rank_count: int | None = None
+
+
+def insert_traceset(
+    conn: Connection, *, workspace: str, traceset_id: str, request: UploadRequest, now: datetime
+) -> int:
+    seq: int = conn.execute(
+        insert(tracesets)
+        .values(
+            id=traceset_id,
+            workspace=workspace,
+            name=request.name,
+            description=request.description,
+            status="pending",
+            created_at=now,
+            updated_at=now,
+            workload_metadata=(
+                request.workload_metadata.decode()
+                if request.workload_metadata is not None
+                else None
+            ),
+            rank_count=request.rank_count,
+        )
+        .returning(tracesets.c.seq)
+    ).scalar_one()
+    conn.execute(
+        insert(files),
+        [
+            {
+                "traceset_seq": seq,
+                "idx": idx,
+                "name": spec.name,
+                "size": spec.size,
+                "role": spec.role,
+                "sha256_declared": spec.sha256,
+                "sha256": None,
+                "received": False,
+            }
+            for idx, spec in enumerate(request.files)
+        ],
+    )
+    return seq
+
+
+def _files_by_seq(conn: Connection, seqs: Sequence[int]) -> dict[int, list[StoredFile]]:
+    grouped: dict[int, list[StoredFile]] = defaultdict(list)
+    if not seqs:
+        return grouped
+    rows = conn.execute(
+        select(files)
+        .where(files.c.traceset_seq.in_(seqs))
+        .order_by(files.c.traceset_seq, files.c.idx)
+    )
+    for row in rows:
+        grouped[row.traceset_seq].append(
+            StoredFile(
+                idx=row.idx,
+                name=row.name,
+                size=row.size,
+                role=row.role,
+                sha256_declared=row.sha256_declared,
+                sha256=row.sha256,
+                received=bool(row.received),
+            )
+        )
+    return grouped
+
+
+def _traceset(row: Row[Any], stored_files: list[StoredFile]) -> Traceset:
+    created, updated = _utc(row.created_at), _utc(row.updated_at)
+    assert created is not None and updated is not None
+    metadata = row.workload_metadata
+    return Traceset(
+        seq=row.seq,
+        id=row.id,
+        workspace=row.workspace,
+        name=row.name,
+        description=row.description,
+        status=row.status,
+        created_at=created,
+        updated_at=updated,
+        promoted_at=_utc(row.promoted_at),
+        workload_metadata=metadata.encode() if metadata is not None else None,
+        rank_count=row.rank_count,
+        files=stored_files,
+    )
+
+
+def get_traceset(
+    conn: Connection, *, workspace: str | None, traceset_id: str, for_update: bool = False
+) -> Traceset | None:
+    """The traceset ``traceset_id`` of ``workspace`` (of any workspace when None: signed URLs)."""
+    query = select(tracesets).where(tracesets.c.id == traceset_id)
+    if workspace is not None:
+        query = query.where(tracesets.c.workspace == workspace)
+    if for_update and conn.dialect.name != "sqlite":
+        query = query.with_for_update()
+    row = conn.execute(query).one_or_none()
+    if row is None:
+        return None
+    return _traceset(row, _files_by_seq(conn, [row.seq]).get(row.seq, []))
+
+
+def list_tracesets(
+    conn: Connection, *, workspace: str, where: ListFilter, limit: int, before_seq: int | None
+) -> list[Traceset]:
+    query = select(tracesets).where(tracesets.c.workspace == workspace)
+    if where.status is not None:
+        query = query.where(tracesets.c.status == where.status)
+    if where.rank_count is not None:
+        query = query.where(tracesets.c.rank_count == where.rank_count)
+    if before_seq is not None:
+        query = query.where(tracesets.c.seq < before_seq)
+    rows = conn.execute(query.order_by(tracesets.c.seq.desc()).limit(limit)).all()
+    by_seq = _files_by_seq(conn, [row.seq for row in rows])
+    return [_traceset(row, by_seq.get(row.seq, [])) for row in rows]
+
+
+def mark_received(conn: Connection, *, seq: int, idx: int, sha256: str, now: datetime) -> None:
+    conn.execute(
+        update(files)
+        .where(files.c.traceset_seq == seq, files.c.idx == idx)
+        .values(received=True, sha256=sha256, received_at=now)
+    )
+
+
+def set_status(conn: Connection, *, seq: int, status: Status, now: datetime) -> None:
+    conn.execute(
+        update(tracesets).where(tracesets.c.seq == seq).values(status=status, updated_at=now)
+    )
+
+
+def delete_traceset(conn: Connection, *, seq: int) -> None:
+    conn.execute(delete(files).where(files.c.traceset_seq == seq))
+    conn.execute(delete(tracesets).where(tracesets.c.seq == seq))
+
+
+def workspace_of_token(conn: Connection, token_hash: str) -> str | None:
+    workspace: str | None = conn.execute(
+        select(tokens.c.workspace).where(
+            tokens.c.token_hash == token_hash, tokens.c.revoked_at.is_(None)
+        )
+    ).scalar_one_or_none()
+    return workspace
+
+
+def insert_token(
+    conn: Connection, *, workspace: str, token_hash: str, name: str | None, now: datetime
+) -> None:
+    conn.execute(
+        insert(tokens).values(workspace=workspace, token_hash=token_hash, name=name, created_at=now)
+    )
+
+
+def has_token(conn: Connection, token_hash: str) -> bool:
+    return (
+        conn.execute(select(tokens.c.id).where(tokens.c.token_hash == token_hash)).first()
+        is not None
+    )
+
+
+def any_token(conn: Connection) -> bool:
+    return conn.execute(select(tokens.c.id).limit(1)).first() is not None

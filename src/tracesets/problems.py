@@ -1,0 +1,84 @@
+"""Problems and the one error tree every layer raises.
+
+The rules collect every broken rule as a ``Problem`` (member path, value given,
+message) rather than stopping at the first, so one answer tells the user all that
+is wrong. Each error carries its HTTP status, so the HTTP layer renders all of
+them in one handler and the CLI maps them to one exit code.
+
+    TracesetsError
+    ├── InvalidRequest      400  the request breaks a rule; lists every problem
+    ├── Unauthorized        401  no token, or a token the service does not know
+    ├── Forbidden           403  a signed URL that is altered, expired or for another file
+    ├── NotFound            404  no such traceset (or another workspace's)
+    ├── Conflict            409  the traceset is not in a state that allows this
+    └── PayloadTooLarge     413  the request body is over the limit
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Self
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One broken rule: where (dotted member path), what was given, and why it is refused."""
+
+    member: str
+    value: Any
+    message: str
+
+
+@dataclass
+class TracesetsError(Exception):
+    """Base of every refusal; ``detail`` is the first problem's message."""
+
+    detail: str
+    problems: list[Problem] = field(default_factory=list)
+
+    status: ClassVar[int] = 500
+    title: ClassVar[str] = "Internal error"
+    slug: ClassVar[str] = "internal-error"
+
+    def __str__(self) -> str:
+        return self.detail
+
+    @classmethod
+    def of(cls, problems: list[Problem]) -> Self:
+        return cls(problems[0].message, list(problems))
+
+
+class InvalidRequest(TracesetsError):
+    status = 400
+    title = "Invalid request"
+    slug = "invalid-request"
+
+
+class Unauthorized(TracesetsError):
+    status = 401
+    title = "Unauthorized"
+    slug = "unauthorized"
+
+
+class Forbidden(TracesetsError):
+    status = 403
+    title = "Forbidden"
+    slug = "forbidden"
+
+
+class NotFound(TracesetsError):
+    status = 404
+    title = "Not found"
+    slug = "not-found"
+
+
+class Conflict(TracesetsError):
+    status = 409
+    title = "Conflict"
+    slug = "conflict"
+
+
+class PayloadTooLarge(TracesetsError):
+    status = 413
+    title = "Payload too large"
+    slug = "payload-too-large"

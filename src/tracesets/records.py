@@ -1,0 +1,48 @@
+"""What the service keeps about a traceset, independent of how it is stored or sent."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+Status = Literal["pending", "ready", "promoted"]
+STATUSES: tuple[Status, ...] = ("pending", "ready", "promoted")
+
+
+@dataclass(frozen=True, slots=True)
+class StoredFile:
+    idx: int
+    name: str
+    size: int
+    role: str
+    sha256_declared: str | None
+    sha256: str | None
+    received: bool
+
+    @property
+    def expected_sha256(self) -> str | None:
+        """The digest a new upload of this file must match, if any is known."""
+        return self.sha256_declared or self.sha256
+
+
+@dataclass(frozen=True, slots=True)
+class Traceset:
+    seq: int
+    id: str
+    workspace: str
+    name: str
+    description: str | None
+    status: Status
+    created_at: datetime
+    updated_at: datetime
+    promoted_at: datetime | None
+    workload_metadata: bytes | None  # compact JSON text exactly as stored
+    rank_count: int | None
+    files: list[StoredFile]
+
+    def file_named(self, name: str) -> StoredFile | None:
+        return next((f for f in self.files if f.name == name), None)
+
+    def file_at(self, idx: int) -> StoredFile | None:
+        return self.files[idx] if 0 <= idx < len(self.files) else None

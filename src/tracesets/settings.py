@@ -1,0 +1,97 @@
+"""The one settings object, read once at start from the environment and the command line.
+
+| variable | default | meaning |
+| --- | --- | --- |
+| ``TRACESETS_DATA_DIR`` | ``~/.local/share/tracesets`` | SQLite database, files and the generated secret |
+| ``DATABASE_URL`` | SQLite in the data folder | ``postgresql://…`` moves the metadata to PostgreSQL |
+| ``TRACESETS_SECRET`` | generated into the data folder | signs upload and download URLs (≥ 32 bytes) |
+| ``TRACESETS_BOOTSTRAP_TOKEN`` | none | a token of the default workspace that exists from start |
+| ``TRACESETS_PUBLIC_URL`` | the request's own base URL | base of the signed URLs handed out |
+| ``TRACESETS_UPLOAD_URL_TTL`` | ``21600`` (6 hours) | how long an upload URL stays valid, in seconds |
+| ``TRACESETS_DOWNLOAD_URL_TTL`` | ``900`` (15 minutes) | how long a download URL stays valid, in seconds |
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_WORKSPACE = "default"
+
+
+class SettingsError(ValueError):
+    """A setting is missing, malformed or unsafe; the message names it."""
+
+
+def default_data_dir() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "tracesets"
+
+
+def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    if not raw.isdigit() or int(raw) < 1:
+        raise SettingsError(f"{name} must be a whole number of seconds of at least 1; got {raw!r}")
+    return int(raw)
+
+
+@dataclass(frozen=True)
+class Settings:
+    data_dir: Path
+    database_url: str
+    secret: bytes | None
+    bootstrap_token: str | None
+    public_url: str | None
+    upload_url_ttl: int
+    download_url_ttl: int
+
+    @classmethod
+    def from_env(
+        cls, env: Mapping[str, str] | None = None, *, data_dir: Path | None = None
+    ) -> Settings:
+        env = os.environ if env is None else env
+        folder = (
+            data_dir or Path(env.get("TRACESETS_DATA_DIR") or default_data_dir())
+        ).expanduser()
+        secret = env.get("TRACESETS_SECRET") or None
+        if secret is not None and len(secret.encode()) < 32:
+            raise SettingsError("TRACESETS_SECRET must be at least 32 bytes long")
+        token = env.get("TRACESETS_BOOTSTRAP_TOKEN") or None
+        if token is not None and len(token) < 16:
+            raise SettingsError("TRACESETS_BOOTSTRAP_TOKEN must be at least 16 characters long")
+        public_url = (env.get("TRACESETS_PUBLIC_URL") or "").rstrip("/") or None
+        return cls(
+            data_dir=folder,
+            database_url=env.get("DATABASE_URL") or f"sqlite:///{folder / 'tracesets.db'}",
+            secret=secret.encode() if secret else None,
+            bootstrap_token=token,
+            public_url=public_url,
+            upload_url_ttl=_positive_int(env, "TRACESETS_UPLOAD_URL_TTL", 6 * 3600),
+            download_url_ttl=_positive_int(env, "TRACESETS_DOWNLOAD_URL_TTL", 900),
+        )
+
+    def signing_secret(self) -> bytes:
+        """The setting, else a secret generated once into the data folder (mode 0600)."""
+        if self.secret is not None:
+            return self.secret
+        path = self.data_dir / "secret"
+        if not path.exists():
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+            # Written aside and linked into place, so a process starting at the same
+            # moment reads either no secret or the whole one, and all agree on it.
+            draft = self.data_dir / f".secret-{secrets.token_hex(8)}"
+            fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as out:
+                out.write(secrets.token_hex(32).encode())
+                out.flush()
+                os.fsync(out.fileno())
+            with contextlib.suppress(FileExistsError):
+                os.link(draft, path)
+            draft.unlink()
+        return path.read_bytes().strip()

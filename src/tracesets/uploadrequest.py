@@ -1,0 +1,210 @@
+"""The upload-url request: read a parsed body, report every problem at once.
+
+Pure, like the workload rules it calls. The HTTP layer parses the body strictly
+(``jsontext.loads``) and hands the result here; the client and the CLI call the
+same function before they send anything.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+from tracesets import workload
+from tracesets.jsontext import JsonValue
+from tracesets.problems import InvalidRequest, Problem
+from tracesets.workload import show
+
+MAX_NAME_CHARS: Final = 256
+MAX_DESCRIPTION_CHARS: Final = 16_384
+MAX_FILES: Final = 10_000
+MAX_FILE_NAME_BYTES: Final = 1_024
+MAX_FILE_SIZE: Final = 5 * 1024**4  # 5 TiB
+ROLES: Final = ("primary", "supporting")
+_SHA256: Final = re.compile(r"[0-9a-f]{64}")
+_MEMBERS: Final = frozenset({"name", "description", "files", "workloadMetadata"})
+_FILE_MEMBERS: Final = frozenset({"name", "size", "role", "sha256"})
+
+Role = Literal["primary", "supporting"]
+
+
+@dataclass(frozen=True, slots=True)
+class FileSpec:
+    name: str
+    size: int
+    role: Role
+    sha256: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class UploadRequest:
+    """A request that passed every check, with what the rules derived from it."""
+
+    name: str
+    description: str | None
+    files: list[FileSpec]
+    workload_metadata: bytes | None  # compact JSON text, stored and returned as is
+    rank_count: int | None
+
+
+def file_name_problem(name: str) -> str | None:
+    """Why ``name`` is not a safe relative path inside a traceset, or None."""
+    if not name:
+        return "must not be empty"
+    if len(name.encode("utf-8", "surrogatepass")) > MAX_FILE_NAME_BYTES:
+        return f"must be at most {MAX_FILE_NAME_BYTES:,} bytes"
+    if "\x00" in name:
+        return "must not contain a NUL character"
+    if "\\" in name:
+        return "must not contain a backslash; use / between folders"
+    if name.startswith("/"):
+        return "must be a relative path (no leading /)"
+    if ".." in name.split("/"):
+        return "must not contain a .. segment"
+    if not is_unicode(name):
+        return "must be valid Unicode (no lone surrogates)"
+    return None
+
+
+def is_unicode(text: str) -> bool:
+    """False for strings holding lone surrogates (JSON allows ``"\\ud800"``; UTF-8 does not)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _whole(value: JsonValue) -> bool:
+    return type(value) is int
+
+
+def _check_file(index: int, entry: JsonValue, problems: list[Problem]) -> FileSpec | None:
+    at = f"files[{index}]"
+    if not isinstance(entry, dict):
+        problems.append(Problem(at, entry, f"{at} must be an object; got {show(entry)}"))
+        return None
+    before = len(problems)
+    for unknown in entry.keys() - _FILE_MEMBERS:
+        problems.append(
+            Problem(f"{at}.{unknown}", entry[unknown], f"{at}.{unknown} is not a member of a file")
+        )
+    name: Any = entry.get("name")
+    size: Any = entry.get("size")
+    role: Any = entry.get("role")
+    sha: Any = entry.get("sha256")
+    if not isinstance(name, str):
+        problems.append(
+            Problem(f"{at}.name", name, f"{at}.name must be a string; got {show(name)}")
+        )
+    elif (why := file_name_problem(name)) is not None:
+        problems.append(Problem(f"{at}.name", name, f"{at}.name {why}"))
+    if not (_whole(size) and 0 <= size <= MAX_FILE_SIZE):
+        problems.append(
+            Problem(
+                f"{at}.size",
+                size,
+                f"{at}.size must be a whole number of bytes from 0 to 5 TiB; got {show(size)}",
+            )
+        )
+    if role not in ROLES:
+        problems.append(
+            Problem(
+                f"{at}.role", role, f'{at}.role must be "primary" or "supporting"; got {show(role)}'
+            )
+        )
+    if sha is not None and not (isinstance(sha, str) and _SHA256.fullmatch(sha)):
+        problems.append(
+            Problem(
+                f"{at}.sha256",
+                sha,
+                f"{at}.sha256 must be 64 lowercase hexadecimal digits; got {show(sha)}",
+            )
+        )
+    if len(problems) > before:
+        return None
+    return FileSpec(name, size, role, sha)
+
+
+def _check_files(files: JsonValue, problems: list[Problem]) -> list[FileSpec]:
+    if not isinstance(files, list):
+        problems.append(
+            Problem("files", files, f"files must be an array of files; got {show(files)}")
+        )
+        return []
+    if not 1 <= len(files) <= MAX_FILES:
+        problems.append(
+            Problem(
+                "files", len(files), f"files must list 1 to {MAX_FILES:,} files; got {len(files):,}"
+            )
+        )
+        return []
+    specs: list[FileSpec] = []
+    seen: set[str] = set()
+    for index, entry in enumerate(files):
+        spec = _check_file(index, entry, problems)
+        if spec is None:
+            continue
+        if spec.name in seen:
+            problems.append(
+                Problem(
+                    f"files[{index}].name",
+                    spec.name,
+                    f'files[{index}].name "{spec.name}" is listed twice',
+                )
+            )
+        seen.add(spec.name)
+        specs.append(spec)
+    return specs
+
+
+def _has_primary(files: JsonValue) -> bool:
+    # Decided from the raw entries, so a file with a bad size still counts as primary
+    # and the rank-count rule is reported along with the bad size.
+    return isinstance(files, list) and any(
+        isinstance(entry, dict) and entry.get("role") == "primary" for entry in files
+    )
+
+
+def read_upload_request(body: JsonValue) -> UploadRequest:
+    """Check an upload-url body; raise InvalidRequest listing every problem found."""
+    if not isinstance(body, dict):
+        raise InvalidRequest.of([Problem("", body, "The request body must be a JSON object")])
+    problems: list[Problem] = []
+    for unknown in body.keys() - _MEMBERS:
+        problems.append(
+            Problem(unknown, body[unknown], f"{unknown} is not a member of an upload request")
+        )
+
+    name = body.get("name")
+    if not (isinstance(name, str) and 1 <= len(name) <= MAX_NAME_CHARS and is_unicode(name)):
+        problems.append(
+            Problem(
+                "name",
+                name,
+                f"name must be a string of 1 to {MAX_NAME_CHARS} characters; got {show(name)}",
+            )
+        )
+    description = body.get("description")
+    if description is not None and not (
+        isinstance(description, str)
+        and len(description) <= MAX_DESCRIPTION_CHARS
+        and is_unicode(description)
+    ):
+        problems.append(
+            Problem(
+                "description",
+                description,
+                f"description must be a string of at most {MAX_DESCRIPTION_CHARS:,} characters, or null",
+            )
+        )
+    files = _check_files(body.get("files"), problems)
+    metadata = workload.check_upload_metadata(
+        body.get("workloadMetadata"), has_primary_files=_has_primary(body.get("files"))
+    )
+    problems.extend(metadata.problems)
+    if problems:
+        raise InvalidRequest.of(problems)
+    assert isinstance(name, str)
+    return UploadRequest(name, description, files, metadata.serialized, metadata.rank_count)

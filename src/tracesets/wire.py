@@ -1,0 +1,190 @@
+"""The JSON shapes on the wire, as pydantic models.
+
+The server describes its OpenAPI document with them and the client parses answers
+into them. The service itself checks requests with the pure rules (``workload``,
+``uploadrequest``), not with these models: pydantic cannot tell ``2`` from ``2.0``
+once JSON is parsed, and the rules must.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+RANK_COUNT_RULES = (
+    "An upload that contains primary trace files must declare its rank count through "
+    "shape.rankCount, the parallelism degrees, or both. Each of shape.rankCount, dp, tp, sp, "
+    'ep and pp that you give must be a whole number of at least 1 (0, -1, 2.0 and "4" are '
+    "refused). When both forms are given, shape.rankCount must equal the product "
+    "dp·tp·sp·ep·pp (an absent degree counts as 1). The rank count must not exceed "
+    "2,147,483,647. JSON null counts as absent, for shape, parallelism and each value inside "
+    "them. The key is rankCount: a shape.rank_count is not read as a declaration."
+)
+
+
+class _Open(BaseModel):
+    """Members beyond the described ones are allowed and stored as given."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+
+class WorkloadShape(_Open):
+    """Workload scale. Other members of shape are stored and returned as given."""
+
+    rankCount: int | None = Field(
+        default=None,
+        ge=1,
+        le=2_147_483_647,
+        description="Total rank count. When parallelism degrees are also given, their product "
+        "must equal it.",
+    )
+
+
+class WorkloadParallelism(_Open):
+    """Parallelism degrees. The rank count is the product dp·tp·sp·ep·pp; an absent degree
+    counts as 1. Other members, such as cp and fsdp, are stored and returned as given; upload
+    does not check them, promotion checks cp and fsdp. Neither is a factor of the product. A
+    parallelism that holds none of dp, tp, sp, ep and pp declares nothing, and promotion
+    refuses it."""
+
+    dp: int | None = Field(
+        default=None,
+        ge=1,
+        description="Data parallelism degree: the number of data-parallel ranks, each processing "
+        "its own share of the global batch and synchronizing gradients with the others. Without "
+        "FSDP each holds a full replica of the model; with fsdp, each group of fsdp of them holds "
+        "one replica between them, so there are dp ÷ fsdp replicas.",
+    )
+    tp: int | None = Field(
+        default=None,
+        ge=1,
+        description="Tensor parallelism degree: the number of ranks that split each layer's weight "
+        "matrices, and the layer's computation, between them.",
+    )
+    sp: int | None = Field(
+        default=None,
+        ge=1,
+        description="Sequence parallelism degree: the number of ranks that split each input "
+        "sequence along its length.",
+    )
+    ep: int | None = Field(
+        default=None,
+        ge=1,
+        description="Expert parallelism degree: the number of ranks a mixture-of-experts (MoE) "
+        "model's experts are distributed across, each rank holding a subset of the experts and "
+        "exchanging tokens with the others.",
+    )
+    pp: int | None = Field(
+        default=None,
+        ge=1,
+        description="Pipeline parallelism degree: the number of pipeline stages, each a contiguous "
+        "group of the model's layers on its own ranks, that microbatches pass through in turn.",
+    )
+
+
+class UploadWorkloadMetadata(_Open):
+    __doc__ = (
+        "Describes the workload a traceset was captured from. Every member is optional. Upload "
+        "stores and returns the whole object as given, up to 65,536 bytes when serialized "
+        "(compact UTF-8 JSON), and validates only the rank-count members. "
+        + RANK_COUNT_RULES
+        + " Descriptive members (workload_family, workload_name, precision, accelerator, "
+        "shape.global_batch_size, …) are stored as given; promotion and the list's filters read "
+        "them in snake_case."
+    )
+
+    shape: WorkloadShape | None = Field(default=None, description="Workload scale.")
+    parallelism: WorkloadParallelism | None = Field(
+        default=None, description="Parallelism degrees."
+    )
+
+
+class UploadFileSpec(BaseModel):
+    name: str = Field(
+        min_length=1,
+        max_length=1024,
+        description="Relative path, unique within the traceset: no leading /, no .. segment, no "
+        "backslash, no NUL, at most 1,024 bytes.",
+    )
+    size: int = Field(ge=0, le=5 * 1024**4, description="Size in bytes, 0 to 5 TiB.")
+    role: Literal["primary", "supporting"]
+    sha256: str | None = Field(
+        default=None,
+        pattern="^[0-9a-f]{64}$",
+        description="Optional: the upload is refused unless its bytes have this digest.",
+    )
+
+
+class UploadUrlRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=256)
+    description: str | None = Field(default=None, max_length=16_384)
+    files: list[UploadFileSpec] = Field(min_length=1, max_length=10_000)
+    workloadMetadata: UploadWorkloadMetadata | None = None
+
+
+class UploadTarget(BaseModel):
+    name: str
+    role: Literal["primary", "supporting"]
+    method: Literal["PUT"]
+    url: str = Field(description="Signed URL: PUT the file's exact bytes here, with `headers`.")
+    headers: dict[str, str]
+    expiresAt: datetime
+
+
+class UploadUrlResponse(BaseModel):
+    tracesetId: str
+    uploads: list[UploadTarget]
+
+
+class TracesetFile(BaseModel):
+    name: str
+    size: int
+    role: Literal["primary", "supporting"]
+    sha256: str | None = Field(description="Declared digest, or the digest of the bytes received.")
+    received: bool
+
+
+class Traceset(BaseModel):
+    id: str
+    name: str
+    description: str | None
+    status: Literal["pending", "ready", "promoted"]
+    createdAt: datetime
+    updatedAt: datetime
+    promotedAt: datetime | None
+    files: list[TracesetFile]
+    workloadMetadata: dict[str, Any] | None = Field(
+        description="Exactly as stored: same members, order and number literals."
+    )
+    rankCountDerived: int | None = Field(
+        description="The declared rank count; null when nothing is declared. Never changes."
+    )
+
+
+class TracesetList(BaseModel):
+    items: list[Traceset]
+    nextCursor: str | None = Field(
+        description="Pass as `cursor` for the next page; null on the last."
+    )
+
+
+class ProblemItem(BaseModel):
+    member: str = Field(
+        description="Dotted path, e.g. workloadMetadata.parallelism.dp or files[0].size."
+    )
+    value: Any = Field(description="The JSON value given.")
+    message: str
+
+
+class ProblemDetails(BaseModel):
+    """RFC 9457 problem details; ``errors`` lists every problem found."""
+
+    type: str
+    title: str
+    status: int
+    detail: str
+    errors: list[ProblemItem]
