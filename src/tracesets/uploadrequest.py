@@ -86,7 +86,8 @@ def _check_file(index: int, entry: JsonValue, problems: list[Problem]) -> FileSp
         problems.append(Problem(at, entry, f"{at} must be an object; got {show(entry)}"))
         return None
     before = len(problems)
-    for unknown in entry.keys() - _FILE_MEMBERS:
+    # In the order given, so the first problem, and so ``detail``, is the same every run.
+    for unknown in [key for key in entry if key not in _FILE_MEMBERS]:
         problems.append(
             Problem(f"{at}.{unknown}", entry[unknown], f"{at}.{unknown} is not a member of a file")
         )
@@ -144,18 +145,18 @@ def _check_files(files: JsonValue, problems: list[Problem]) -> list[FileSpec]:
     seen: set[str] = set()
     for index, entry in enumerate(files):
         spec = _check_file(index, entry, problems)
-        if spec is None:
-            continue
-        if spec.name in seen:
-            problems.append(
-                Problem(
-                    f"files[{index}].name",
-                    spec.name,
-                    f'files[{index}].name "{spec.name}" is listed twice',
+        # A repeated name is reported even when the entry is refused for its size or role.
+        name = entry.get("name") if isinstance(entry, dict) else None
+        if isinstance(name, str) and file_name_problem(name) is None:
+            if name in seen:
+                problems.append(
+                    Problem(
+                        f"files[{index}].name", name, f'files[{index}].name "{name}" is listed twice'
+                    )
                 )
-            )
-        seen.add(spec.name)
-        specs.append(spec)
+            seen.add(name)
+        if spec is not None:
+            specs.append(spec)
     return specs
 
 
@@ -172,7 +173,7 @@ def read_upload_request(body: JsonValue) -> UploadRequest:
     if not isinstance(body, dict):
         raise InvalidRequest.of([Problem("", body, "The request body must be a JSON object")])
     problems: list[Problem] = []
-    for unknown in body.keys() - _MEMBERS:
+    for unknown in [key for key in body if key not in _MEMBERS]:
         problems.append(
             Problem(unknown, body[unknown], f"{unknown} is not a member of an upload request")
         )

@@ -11,6 +11,7 @@ Other members are stored as given and not looked at here.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from decimal import MAX_EMAX, MAX_PREC, Decimal, localcontext
 from typing import Final
 
 from tracesets import jsontext
@@ -49,7 +50,11 @@ def show(value: JsonValue) -> str:
     try:
         return jsontext.dumps(value).decode()
     except jsontext.JsonError:
-        return repr(value)
+        pass
+    try:
+        return repr(value)  # a lone surrogate, or nesting deeper than orjson writes
+    except RecursionError:
+        return "a value nested too deeply to show"
 
 
 def whole_number_problem(member: str, value: JsonValue) -> Problem:
@@ -138,12 +143,12 @@ def check_rank_count(metadata: JsonValue, *, has_primary_files: bool) -> RankCou
         problems.append(
             Problem(
                 f"{ROOT}.parallelism",
-                {name: degrees[name] for name in degrees},
+                metadata["parallelism"],
                 "The rank count must not exceed 2,147,483,647; the product of the parallelism "
                 f"degrees {_product_text(degrees)} exceeds it",
             )
         )
-    if rank_count is not None and product is not None and rank_count != product:
+    if rank_count is not None and product is not None and not _equals_product(rank_count, degrees):
         problems.append(
             Problem(
                 f"{ROOT}.shape.rankCount",
@@ -164,6 +169,29 @@ def check_rank_count(metadata: JsonValue, *, has_primary_files: bool) -> RankCou
     if not problems:
         derived = rank_count if isinstance(rank_count, int) else product
     return RankCountCheck(derived, problems)
+
+
+def _equals_product(rank_count: int | JsonNumber, degrees: dict[str, JsonValue]) -> bool:
+    """Whether rankCount is exactly the product, however many digits either has."""
+    values = [rank_count, *degrees.values()]
+    if all(type(value) is int for value in values):
+        product = 1
+        for degree in degrees.values():
+            product *= degree
+        return bool(rank_count == product)
+    # Integers beyond 64 bits stay text (int() refuses over 4,300 digits); decimal
+    # arithmetic with unbounded precision multiplies them exactly, and fast.
+    with localcontext() as context:
+        context.prec = MAX_PREC
+        context.Emax = MAX_EMAX
+        exact = Decimal(1)
+        for degree in degrees.values():
+            exact *= _decimal(degree)
+        return exact == _decimal(rank_count)
+
+
+def _decimal(value: int | JsonNumber) -> Decimal:
+    return Decimal(value.text if isinstance(value, JsonNumber) else value)
 
 
 def _shown_product(product: int) -> str:

@@ -78,3 +78,21 @@ def build(app: FastAPI) -> dict[str, Any]:
                 operation["responses"].update({str(k): v for k, v in errors(400).items()})
     app.openapi_schema = doc
     return doc
+
+
+def main() -> None:
+    """Print the description as committed in openapi.json (``make openapi``)."""
+    import json
+    import tempfile
+    from pathlib import Path
+
+    from tracesets.api.app import create_app
+    from tracesets.settings import Settings
+
+    with tempfile.TemporaryDirectory() as scratch:
+        app = create_app(Settings.from_env({}, data_dir=Path(scratch)))
+        print(json.dumps(app.openapi(), indent=2, ensure_ascii=False))
+
+
+if __name__ == "__main__":
+    main()

@@ -76,11 +76,18 @@ def json_response(
     return Response(orjson.dumps(content), status, headers, media_type="application/json")
 
 
+#: A value given back in ``errors`` is cut to null past this size: a 5,000-digit number
+#: or a 60 KiB string would make the answer unreadable (and many JSON readers refuse
+#: integers of over 4,300 digits). The message still says what was wrong with it.
+MAX_ECHOED_VALUE_BYTES = 1_024
+
+
 def _problem_item(problem: Problem) -> dict[str, Any]:
     try:
-        value = orjson.Fragment(jsontext.dumps(problem.value))
+        text = jsontext.dumps(problem.value)
     except (jsontext.JsonError, TypeError):
-        value = None  # a value that is not JSON (a lone surrogate): the message names it
+        text = b"null"  # not JSON at all (a lone surrogate): the message names it
+    value = orjson.Fragment(text) if len(text) <= MAX_ECHOED_VALUE_BYTES else None
     return {"member": problem.member, "value": value, "message": problem.message}
 
 

@@ -1,0 +1,42 @@
+# One entry for each job a person does. `make serve` and `make test` are the quickstart.
+VENV ?= .venv
+PYTHON ?= python3
+BIN := $(VENV)/bin
+DATA_DIR ?= ./tracesets-data
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: setup serve test lint typecheck pytest bench openapi clean
+
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+setup: $(BIN)/.installed
+
+serve: setup  ## set up, then run the service on SQLite and ./tracesets-data
+	$(BIN)/tracesets serve --host $(HOST) --port $(PORT) --data-dir $(DATA_DIR)
+
+test: setup lint typecheck pytest  ## set up, then every check and every test
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: setup
+	$(BIN)/mypy
+
+pytest: setup
+	$(BIN)/pytest -q
+
+bench: setup  ## figures and ratios, not pass/fail
+	$(BIN)/python bench/upload_url.py
+	$(BIN)/python bench/put_upload.py
+
+openapi: setup  ## rewrite openapi.json from the app
+	$(BIN)/python -m tracesets.api.openapi > openapi.json
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -1,0 +1,133 @@
+"""Start, watch and stop the processes a bench measures; all on loopback.
+
+Every server writes its output to a log file (a pipe nobody reads would stall it once
+full), and is stopped by its own process id when the bench ends, whatever happens.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Final
+
+LOOPBACK: Final = "127.0.0.1"
+VENV_BIN: Final = Path(sys.executable).parent
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((LOOPBACK, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def wait_until_serving(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
+    """Poll ``url`` until it answers at all; fail early if the process died."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{process.args!r} exited with {process.returncode}; see {log}")
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except urllib.error.HTTPError:
+            return  # an answer, even 404, means it is up
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"{url} did not answer within 60 s; see {log}")
+
+
+@contextmanager
+def running(
+    argv: Sequence[str],
+    *,
+    ready_url: str,
+    log: Path,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+) -> Iterator[subprocess.Popen[bytes]]:
+    """Run ``argv`` until the block ends; yield once ``ready_url`` answers."""
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **(env or {})},
+            cwd=cwd,
+        )
+        try:
+            wait_until_serving(ready_url, process, log)
+            yield process
+        finally:
+            stop(process)
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is not None:
+        return
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def service_argv(port: int, data_dir: Path) -> list[str]:
+    """The service exactly as people run it: ``tracesets serve``, one uvicorn worker."""
+    return [
+        str(VENV_BIN / "tracesets"),
+        "serve",
+        "--host",
+        LOOPBACK,
+        "--port",
+        str(port),
+        "--data-dir",
+        str(data_dir),
+        "--workers",
+        "1",
+    ]
+
+
+def peak_rss_bytes(pid: int) -> int:
+    """The process's peak resident set size so far (VmHWM)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError(f"no VmHWM in /proc/{pid}/status")
+
+
+def debian_command(command: str, package: str) -> str | None:
+    """The path of ``command``, installing Debian's ``package`` first if it is missing.
+
+    None when it cannot be had (no apt-get, not root, no network): the caller falls back.
+    """
+    found = shutil.which(command) or shutil.which(command, path="/usr/sbin:/usr/bin")
+    if found is not None:
+        return found
+    if shutil.which("apt-get") is None or os.geteuid() != 0:
+        return None
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    install = ["apt-get", "install", "-y", "-q", "--no-install-recommends", package]
+    print(f"  installing {package} with apt-get …", flush=True)
+    for attempt in (install, ["apt-get", "update", "-q"], install):
+        done = subprocess.run(
+            attempt, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False
+        )
+        found = shutil.which(command) or shutil.which(command, path="/usr/sbin:/usr/bin")
+        if found is not None:
+            return found
+        if done.returncode != 0 and attempt is not install:
+            print(f"  apt-get update failed: {done.stderr.decode(errors='replace')[-300:]}")
+    return None

@@ -1,0 +1,71 @@
+"""The list: newest first, filters combined with AND, cursor pages, limits checked."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from tests.flows import problems, request_urls, upload
+
+
+def ids(api: httpx.Client, **params: object) -> list[str]:
+    answer = api.get("/api/v1/tracesets", params=params)  # type: ignore[arg-type]
+    assert answer.status_code == 200, answer.text
+    return [t["id"] for t in answer.json()["items"]]
+
+
+def test_newest_first(api: httpx.Client) -> None:
+    made = [request_urls(api, {"a": b"x"}, name=f"t{i}")["tracesetId"] for i in range(3)]
+    assert ids(api) == made[::-1]
+
+
+def test_cursor_pages_visit_every_traceset_once(api: httpx.Client) -> None:
+    made = [request_urls(api, {"a": b"x"}, name=f"t{i}")["tracesetId"] for i in range(7)]
+    seen: list[str] = []
+    cursor = None
+    pages = 0
+    while True:
+        params: dict[str, object] = {"limit": 3}
+        if cursor:
+            params["cursor"] = cursor
+        body = api.get("/api/v1/tracesets", params=params).json()  # type: ignore[arg-type]
+        seen += [t["id"] for t in body["items"]]
+        pages += 1
+        cursor = body["nextCursor"]
+        if cursor is None:
+            break
+    assert seen == made[::-1] and pages == 3
+
+
+def test_status_and_rank_count_filters_combine(api: httpx.Client) -> None:
+    ready8 = upload(api, {"a": b"x"}, {"shape": {"rankCount": 8}})["id"]
+    pending8 = request_urls(api, {"a": b"x"}, {"shape": {"rankCount": 8}})["tracesetId"]
+    ready16 = upload(api, {"a": b"x"}, {"parallelism": {"dp": 4, "tp": 4}})["id"]
+    assert ids(api, status="ready") == [ready16, ready8]
+    assert ids(api, rank_count=8) == [pending8, ready8]
+    assert ids(api, status="ready", rank_count=8) == [ready8]
+    assert ids(api, rank_count=16) == [ready16]
+    assert ids(api, status="promoted") == []
+
+
+@pytest.mark.parametrize(
+    ("params", "member"),
+    [
+        ({"limit": 0}, "limit"),
+        ({"limit": 501}, "limit"),
+        ({"limit": "ten"}, "limit"),
+        ({"status": "done"}, "status"),
+        ({"rank_count": 0}, "rank_count"),
+        ({"rank_count": 2.5}, "rank_count"),
+        ({"cursor": "not-a-cursor"}, "cursor"),
+    ],
+)
+def test_bad_list_parameters_are_400(api: httpx.Client, params: dict[str, object], member: str) -> None:
+    answer = api.get("/api/v1/tracesets", params=params)  # type: ignore[arg-type]
+    assert answer.status_code == 400
+    assert problems(answer)[0]["member"] == member
+
+
+def test_limit_bounds_are_accepted(api: httpx.Client) -> None:
+    assert api.get("/api/v1/tracesets", params={"limit": 1}).status_code == 200
+    assert api.get("/api/v1/tracesets", params={"limit": 500}).status_code == 200

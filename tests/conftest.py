@@ -1,0 +1,35 @@
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.server import ServerProcess
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """One service for the session; tests isolate themselves with their own workspace."""
+    process = ServerProcess(tmp_path_factory.mktemp("service"))
+    process.start()
+    yield process
+    process.stop()
+
+
+@pytest.fixture
+def workspace_token(server: ServerProcess) -> str:
+    return server.new_token("ws-" + secrets.token_hex(6))
+
+
+@pytest.fixture
+def api(server: ServerProcess, workspace_token: str) -> Iterator[httpx.Client]:
+    """An HTTP client of a fresh, empty workspace."""
+    with httpx.Client(
+        base_url=server.url, headers={"Authorization": f"Bearer {workspace_token}"}, timeout=60
+    ) as client:
+        yield client

@@ -1,0 +1,60 @@
+"""Small steps the API tests repeat: request URLs, PUT bytes, complete."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import httpx
+
+RANKS_8 = {"shape": {"rankCount": 8}}
+
+
+def spec(name: str, data: bytes, role: str = "primary", *, with_sha: bool = True) -> dict[str, Any]:
+    entry: dict[str, Any] = {"name": name, "size": len(data), "role": role}
+    if with_sha:
+        entry["sha256"] = hashlib.sha256(data).hexdigest()
+    return entry
+
+
+def request_urls(
+    api: httpx.Client,
+    files: dict[str, bytes],
+    metadata: Any = RANKS_8,
+    *,
+    name: str = "a traceset",
+    with_sha: bool = True,
+) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "name": name,
+        "files": [spec(n, d, with_sha=with_sha) for n, d in files.items()],
+        "workloadMetadata": metadata,
+    }
+    answer = api.post("/api/v1/tracesets/upload-url", json=body)
+    assert answer.status_code == 201, answer.text
+    created: dict[str, Any] = answer.json()
+    return created
+
+
+def put(url: str, data: bytes) -> httpx.Response:
+    return httpx.put(url, content=data, timeout=60)
+
+
+def upload(api: httpx.Client, files: dict[str, bytes], metadata: Any = RANKS_8, **kw: Any) -> dict[str, Any]:
+    """A whole upload: request URLs, PUT every file, complete. Returns the ready traceset."""
+    created = request_urls(api, files, metadata, **kw)
+    for target in created["uploads"]:
+        assert put(target["url"], files[target["name"]]).status_code == 200
+    done = api.post(f"/api/v1/tracesets/{created['tracesetId']}/complete")
+    assert done.status_code == 200, done.text
+    traceset: dict[str, Any] = done.json()
+    return traceset
+
+
+def problems(answer: httpx.Response) -> list[dict[str, Any]]:
+    assert answer.headers["content-type"] == "application/problem+json", answer.text
+    body = answer.json()
+    assert body["status"] == answer.status_code
+    assert body["detail"] == body["errors"][0]["message"]
+    errors: list[dict[str, Any]] = body["errors"]
+    return errors
