@@ -11,6 +11,7 @@ them in one handler and the CLI maps them to one exit code.
     ├── Forbidden           403  a signed URL that is altered, expired or for another file
     ├── NotFound            404  no such traceset (or another workspace's)
     ├── Conflict            409  the traceset is not in a state that allows this
+    ├── Unprocessable       422  an Idempotency-Key reused with another request body
     └── PayloadTooLarge     413  the request body is over the limit
 """
 
@@ -76,6 +77,12 @@ class Conflict(TracesetsError):
     status = 409
     title = "Conflict"
     slug = "conflict"
+
+
+class Unprocessable(TracesetsError):
+    status = 422
+    title = "Unprocessable request"
+    slug = "unprocessable"
 
 
 class PayloadTooLarge(TracesetsError):

@@ -9,22 +9,28 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import hashlib
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy import Connection
+from sqlalchemy.exc import IntegrityError
 
 from tracesets import jsontext
 from tracesets.db import queries
 from tracesets.db.engine import Database
 from tracesets.db.queries import ListFilter
-from tracesets.problems import Conflict, Forbidden, InvalidRequest, NotFound, Problem
+from tracesets.jsontext import JsonValue
+from tracesets.problems import Conflict, Forbidden, InvalidRequest, NotFound, Problem, Unprocessable
 from tracesets.records import StoredFile, Traceset
 from tracesets.storage.local import LocalBlobStore
 from tracesets.storage.signing import URLSigner
 from tracesets.uploadrequest import read_upload_request
 
 BLOB_ROUTE = "/api/v1/blobs"
+IDEMPOTENCY_WINDOW = timedelta(hours=24)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +80,13 @@ def decode_cursor(cursor: str) -> int:
     return int(seq)
 
 
+def parse_body(body: bytes) -> JsonValue:
+    try:
+        return jsontext.loads(body)
+    except jsontext.JsonError as exc:
+        raise InvalidRequest.of([Problem("", None, str(exc))]) from None
+
+
 def _not_found(traceset_id: str) -> NotFound:
     return NotFound.of([Problem("id", traceset_id, f"No traceset {traceset_id} in this workspace")])
 
@@ -97,23 +110,84 @@ class TracesetService:
     # -- create ---------------------------------------------------------------------
 
     def create_upload(
-        self, workspace: str, body: bytes, base_url: str
+        self, workspace: str, body: bytes, base_url: str, idempotency_key: str | None = None
     ) -> tuple[Traceset, list[UploadTarget]]:
-        """Check a raw upload-url body and store the pending traceset; nothing on failure."""
-        try:
-            parsed = jsontext.loads(body)
-        except jsontext.JsonError as exc:
-            raise InvalidRequest.of([Problem("", None, str(exc))]) from None
-        request = read_upload_request(parsed)
-        traceset_id = uuid.uuid4().hex
-        now = _now()
-        with self.db.write() as conn:
-            queries.insert_traceset(
-                conn, workspace=workspace, traceset_id=traceset_id, request=request, now=now
+        """Check a raw upload-url body and store the pending traceset; nothing on failure.
+
+        With an Idempotency-Key, the same key and body within 24 hours answer the traceset
+        the first request made (with fresh URLs); the same key with another body is 422.
+        """
+        request = read_upload_request(parse_body(body))
+        body_sha256 = hashlib.sha256(body).hexdigest()
+        for attempt in range(2):
+            try:
+                with self.db.write() as conn:
+                    if idempotency_key is not None:
+                        earlier = self._earlier_answer(
+                            conn, workspace, idempotency_key, body_sha256
+                        )
+                        if earlier is not None:
+                            return earlier, self._upload_targets(earlier, base_url)
+                    traceset_id = uuid.uuid4().hex
+                    now = _now()
+                    queries.insert_traceset(
+                        conn, workspace=workspace, traceset_id=traceset_id, request=request, now=now
+                    )
+                    if idempotency_key is not None:
+                        queries.insert_idempotency_key(
+                            conn,
+                            workspace=workspace,
+                            key=idempotency_key,
+                            request_sha256=body_sha256,
+                            traceset_id=traceset_id,
+                            now=now,
+                        )
+                    traceset = queries.get_traceset(
+                        conn, workspace=workspace, traceset_id=traceset_id
+                    )
+            except IntegrityError:
+                # A concurrent request with the same key won; the retry answers what it made.
+                if idempotency_key is None or attempt == 1:
+                    raise
+                continue
+            assert traceset is not None
+            return traceset, self._upload_targets(traceset, base_url)
+        raise AssertionError("unreachable")
+
+    def _earlier_answer(
+        self, conn: Connection, workspace: str, key: str, body_sha256: str
+    ) -> Traceset | None:
+        since = _now() - IDEMPOTENCY_WINDOW
+        earlier = queries.find_idempotency_key(conn, workspace=workspace, key=key, since=since)
+        if earlier is None:
+            return None
+        request_sha256, traceset_id = earlier
+        if request_sha256 != body_sha256:
+            raise Unprocessable.of(
+                [
+                    Problem(
+                        "Idempotency-Key",
+                        key,
+                        "This Idempotency-Key was used with another request body in the last "
+                        "24 hours; use a new key for a new request",
+                    )
+                ]
             )
-            traceset = queries.get_traceset(conn, workspace=workspace, traceset_id=traceset_id)
-        assert traceset is not None
-        return traceset, [self._upload_target(traceset, f, base_url) for f in traceset.files]
+        traceset = queries.get_traceset(conn, workspace=workspace, traceset_id=traceset_id)
+        if traceset is None:
+            raise Conflict.of(
+                [
+                    Problem(
+                        "Idempotency-Key",
+                        key,
+                        f"The traceset {traceset_id} this key created was deleted",
+                    )
+                ]
+            )
+        return traceset
+
+    def _upload_targets(self, traceset: Traceset, base_url: str) -> list[UploadTarget]:
+        return [self._upload_target(traceset, f, base_url) for f in traceset.files]
 
     def _upload_target(self, traceset: Traceset, file: StoredFile, base_url: str) -> UploadTarget:
         key = blob_key(traceset.id, file.idx)
@@ -203,7 +277,7 @@ class TracesetService:
             raise _not_found(traceset_id)
         return traceset
 
-    def list(self, workspace: str, where: ListFilter, *, limit: int, cursor: str | None) -> Page:
+    def list_page(self, workspace: str, where: ListFilter, *, limit: int, cursor: str | None) -> Page:
         before = decode_cursor(cursor) if cursor is not None else None
         with self.db.read() as conn:
             items = queries.list_tracesets(
@@ -212,6 +286,54 @@ class TracesetService:
         if len(items) > limit:
             return Page(items[:limit], encode_cursor(items[limit - 1].seq))
         return Page(items, None)
+
+    # -- promote ----------------------------------------------------------------------
+
+    def promote(self, workspace: str, traceset_id: str, body: bytes) -> tuple[Traceset, list[str]]:
+        """Check the new (or stored) metadata with every promotion rule; all or nothing."""
+        from tracesets import promotion  # TODO(lead): top-level once promotion.py lands
+        parsed = parse_body(body) if body.strip() else {}
+        if not isinstance(parsed, dict):
+            raise InvalidRequest.of([Problem("", parsed, "The request body must be a JSON object")])
+        unknown = [
+            Problem(name, value, f"{name} is not a member of a promotion request")
+            for name, value in parsed.items()
+            if name != "workloadMetadata"
+        ]
+        if unknown:
+            raise InvalidRequest.of(unknown)
+        with self.db.write() as conn:
+            traceset = queries.get_traceset(
+                conn, workspace=workspace, traceset_id=traceset_id, for_update=True
+            )
+            if traceset is None:
+                raise _not_found(traceset_id)
+            if traceset.status not in ("ready", "promoted"):
+                raise Conflict.of(
+                    [
+                        Problem(
+                            "status",
+                            traceset.status,
+                            f"Only a ready or promoted traceset can be promoted; this one is "
+                            f"{traceset.status}: complete its upload first",
+                        )
+                    ]
+                )
+            # JSON null is absent: {"workloadMetadata": null} checks the stored object.
+            metadata = parsed.get("workloadMetadata")
+            if metadata is None and traceset.workload_metadata is not None:
+                metadata = jsontext.loads(traceset.workload_metadata)
+            check = promotion.check_promotion(
+                metadata,
+                stored_rank_count=traceset.rank_count,
+                has_primary_files=any(f.role == "primary" for f in traceset.files),
+            )
+            if check.problems:
+                raise InvalidRequest.of(check.problems)
+            queries.promote(conn, seq=traceset.seq, workload_metadata=check.serialized, now=_now())
+            promoted = queries.get_traceset(conn, workspace=workspace, traceset_id=traceset_id)
+        assert promoted is not None
+        return promoted, check.warnings
 
     # -- download, delete ---------------------------------------------------------------
 

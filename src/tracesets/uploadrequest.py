@@ -151,7 +151,9 @@ def _check_files(files: JsonValue, problems: list[Problem]) -> list[FileSpec]:
             if name in seen:
                 problems.append(
                     Problem(
-                        f"files[{index}].name", name, f'files[{index}].name "{name}" is listed twice'
+                        f"files[{index}].name",
+                        name,
+                        f'files[{index}].name "{name}" is listed twice',
                     )
                 )
             seen.add(name)

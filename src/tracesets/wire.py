@@ -165,6 +165,23 @@ class Traceset(BaseModel):
     )
 
 
+class PromoteRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    workloadMetadata: UploadWorkloadMetadata | None = Field(
+        default=None,
+        description="Replaces the stored object if promotion succeeds; absent or null: the "
+        "stored object is checked.",
+    )
+
+
+class PromotedTraceset(Traceset):
+    warnings: list[str] = Field(
+        description="Descriptive members promotion does not read because of their spelling "
+        "(workloadFamily where workload_family is meant, and the like)."
+    )
+
+
 class TracesetList(BaseModel):
     items: list[Traceset]
     nextCursor: str | None = Field(

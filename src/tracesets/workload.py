@@ -63,7 +63,8 @@ def whole_number_problem(member: str, value: JsonValue) -> Problem:
     )
 
 
-def _at_least_one(value: JsonValue) -> bool:
+def is_whole_number_at_least_1(value: JsonValue) -> bool:
+    """An integer literal of at least 1: ``2``, not ``0``, ``-1``, ``2.0``, ``"4"`` or ``true``."""
     if type(value) is int:
         return value >= 1
     return isinstance(value, JsonNumber) and value.is_integer and not value.is_negative
@@ -106,14 +107,14 @@ def read_declaration(
     parallelism = _object_or_absent(f"{ROOT}.parallelism", root.get("parallelism"), problems)
 
     rank_count = shape.get("rankCount")
-    if rank_count is not None and not _at_least_one(rank_count):
+    if rank_count is not None and not is_whole_number_at_least_1(rank_count):
         problems.append(whole_number_problem(f"{ROOT}.shape.rankCount", rank_count))
         rank_count = None
 
     degrees = declared_degrees(parallelism)
     valid = True
     for name, degree in degrees.items():
-        if not _at_least_one(degree):
+        if not is_whole_number_at_least_1(degree):
             problems.append(whole_number_problem(f"{ROOT}.parallelism.{name}", degree))
             valid = False
     product: int | None = None

@@ -24,11 +24,13 @@ _DESCRIPTIONS = {
     404: "No such traceset in this workspace.",
     409: "The traceset is not in a state that allows this.",
     413: "The request body is larger than 4 MiB.",
+    422: "The Idempotency-Key was used with another request body.",
 }
 
 #: Models described by name because routes read their bodies themselves.
 _BODY_MODELS: tuple[type[BaseModel], ...] = (
     wire.UploadUrlRequest,
+    wire.PromoteRequest,
     wire.UploadWorkloadMetadata,
     wire.ProblemDetails,
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Header, Query, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import RedirectResponse
 
@@ -13,7 +13,7 @@ from tracesets.api.deps import BaseURL, Body, Service, Workspace
 from tracesets.api.openapi import errors, json_body
 from tracesets.db.queries import ListFilter
 from tracesets.records import Status
-from tracesets.wire import Traceset, TracesetList, UploadUrlResponse
+from tracesets.wire import PromotedTraceset, Traceset, TracesetList, UploadUrlResponse
 
 router = APIRouter(prefix="/api/v1/tracesets", tags=["tracesets"])
 
@@ -26,13 +26,28 @@ router = APIRouter(prefix="/api/v1/tracesets", tags=["tracesets"])
     "pending traceset and answers one signed upload URL per file. Nothing is stored when any "
     "check fails; every problem found is listed.",
     response_model=UploadUrlResponse,
-    responses=errors(400, 401, 413),
+    responses=errors(400, 401, 413, 422),
     openapi_extra=json_body("UploadUrlRequest"),
 )
 async def request_upload_urls(
-    service: Service, workspace: Workspace, body: Body, base: BaseURL
+    service: Service,
+    workspace: Workspace,
+    body: Body,
+    base: BaseURL,
+    idempotency_key: Annotated[
+        str | None,
+        Header(
+            min_length=1,
+            max_length=255,
+            pattern=r"^[\x21-\x7e]+$",
+            description="Retries with the same key and body within 24 hours answer the traceset "
+            "the first request made, with fresh URLs; the same key with another body is 422.",
+        ),
+    ] = None,
 ) -> Response:
-    traceset, uploads = await run_in_threadpool(service.create_upload, workspace, body, base)
+    traceset, uploads = await run_in_threadpool(
+        service.create_upload, workspace, body, base, idempotency_key
+    )
     return render.json_response(render.upload_targets(traceset.id, uploads), 201)
 
 
@@ -75,14 +90,53 @@ async def list_tracesets(
     rank_count: Annotated[
         int | None, Query(ge=1, le=2_147_483_647, description="Matches rankCountDerived.")
     ] = None,
+    workload_family: Annotated[
+        str | None, Query(description="Exact match on the string workloadMetadata.workload_family.")
+    ] = None,
+    workload_name: Annotated[
+        str | None, Query(description="Exact match on the string workloadMetadata.workload_name.")
+    ] = None,
+    global_batch_size: Annotated[
+        int | None,
+        Query(
+            ge=1,
+            le=2**63 - 1,
+            description="Matches the integer workloadMetadata.shape.global_batch_size.",
+        ),
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=500, description="Page size, 1 to 500.")] = 50,
     cursor: Annotated[
         str | None, Query(max_length=64, description="nextCursor of the previous page.")
     ] = None,
 ) -> Response:
-    where = ListFilter(status=status, rank_count=rank_count)
-    page = await run_in_threadpool(service.list, workspace, where, limit=limit, cursor=cursor)
+    where = ListFilter(
+        status=status,
+        rank_count=rank_count,
+        workload_family=workload_family,
+        workload_name=workload_name,
+        global_batch_size=global_batch_size,
+    )
+    page = await run_in_threadpool(service.list_page, workspace, where, limit=limit, cursor=cursor)
     return render.json_response(render.page(page))
+
+
+@router.post(
+    "/{traceset_id}/promote",
+    summary="Promote a ready traceset, optionally with new workload metadata",
+    description='Body `{}` or `{"workloadMetadata": {…}}`; the new object replaces the stored '
+    "one if promotion succeeds, else the stored one is checked. Every check (the upload rules, "
+    "the rank-count guard, parallelism degrees, cp and fsdp, shape.rank_count, the typed "
+    "descriptive members) is reported together; nothing changes on failure. `warnings` names "
+    "descriptive members promotion does not read because of their spelling.",
+    response_model=PromotedTraceset,
+    responses=errors(400, 401, 404, 409, 413),
+    openapi_extra=json_body("PromoteRequest"),
+)
+async def promote_traceset(
+    service: Service, workspace: Workspace, traceset_id: str, body: Body
+) -> Response:
+    traceset, warnings = await run_in_threadpool(service.promote, workspace, traceset_id, body)
+    return render.json_response({**render.traceset(traceset), "warnings": warnings})
 
 
 @router.get(

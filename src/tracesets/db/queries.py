@@ -14,7 +14,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Row, delete, insert, select, update
 
-from tracesets.db.tables import files, tokens, tracesets
+from tracesets.db.tables import files, idempotency_keys, tokens, tracesets
 from tracesets.records import Status, StoredFile, Traceset
 from tracesets.uploadrequest import UploadRequest
 
@@ -30,6 +30,9 @@ def _utc(value: datetime | None) -> datetime | None:
 class ListFilter:
     status: Status | None = None
     rank_count: int | None = None
+    workload_family: str | None = None
+    workload_name: str | None = None
+    global_batch_size: int | None = None
 
 
 def insert_traceset(
@@ -140,6 +143,12 @@ def list_tracesets(
         query = query.where(tracesets.c.status == where.status)
     if where.rank_count is not None:
         query = query.where(tracesets.c.rank_count == where.rank_count)
+    if where.workload_family is not None:
+        query = query.where(tracesets.c.workload_family == where.workload_family)
+    if where.workload_name is not None:
+        query = query.where(tracesets.c.workload_name == where.workload_name)
+    if where.global_batch_size is not None:
+        query = query.where(tracesets.c.global_batch_size == where.global_batch_size)
     if before_seq is not None:
         query = query.where(tracesets.c.seq < before_seq)
     rows = conn.execute(query.order_by(tracesets.c.seq.desc()).limit(limit)).all()
@@ -152,6 +161,19 @@ def mark_received(conn: Connection, *, seq: int, idx: int, sha256: str, now: dat
         update(files)
         .where(files.c.traceset_seq == seq, files.c.idx == idx)
         .values(received=True, sha256=sha256, received_at=now)
+    )
+
+
+def promote(conn: Connection, *, seq: int, workload_metadata: bytes | None, now: datetime) -> None:
+    conn.execute(
+        update(tracesets)
+        .where(tracesets.c.seq == seq)
+        .values(
+            status="promoted",
+            promoted_at=now,
+            updated_at=now,
+            workload_metadata=workload_metadata.decode() if workload_metadata is not None else None,
+        )
     )
 
 
@@ -192,3 +214,37 @@ def has_token(conn: Connection, token_hash: str) -> bool:
 
 def any_token(conn: Connection) -> bool:
     return conn.execute(select(tokens.c.id).limit(1)).first() is not None
+
+
+def find_idempotency_key(
+    conn: Connection, *, workspace: str, key: str, since: datetime
+) -> tuple[str, str] | None:
+    """(request sha256, traceset id) of ``key`` if it was used since ``since``; older uses are dropped."""
+    where = (idempotency_keys.c.workspace == workspace, idempotency_keys.c.key == key)
+    row = conn.execute(select(idempotency_keys).where(*where)).one_or_none()
+    if row is None:
+        return None
+    if _utc(row.created_at) < since:  # type: ignore[operator]
+        conn.execute(delete(idempotency_keys).where(*where))
+        return None
+    return row.request_sha256, row.traceset_id
+
+
+def insert_idempotency_key(
+    conn: Connection,
+    *,
+    workspace: str,
+    key: str,
+    request_sha256: str,
+    traceset_id: str,
+    now: datetime,
+) -> None:
+    conn.execute(
+        insert(idempotency_keys).values(
+            workspace=workspace,
+            key=key,
+            request_sha256=request_sha256,
+            traceset_id=traceset_id,
+            created_at=now,
+        )
+    )
