@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
 
-from tracesets import jsontext
+from tracesets import jsontext, promotion
 from tracesets.db import queries
 from tracesets.db.engine import Database
 from tracesets.db.queries import ListFilter
@@ -277,7 +277,9 @@ class TracesetService:
             raise _not_found(traceset_id)
         return traceset
 
-    def list_page(self, workspace: str, where: ListFilter, *, limit: int, cursor: str | None) -> Page:
+    def list_page(
+        self, workspace: str, where: ListFilter, *, limit: int, cursor: str | None
+    ) -> Page:
         before = decode_cursor(cursor) if cursor is not None else None
         with self.db.read() as conn:
             items = queries.list_tracesets(
@@ -291,7 +293,6 @@ class TracesetService:
 
     def promote(self, workspace: str, traceset_id: str, body: bytes) -> tuple[Traceset, list[str]]:
         """Check the new (or stored) metadata with every promotion rule; all or nothing."""
-        from tracesets import promotion  # TODO(lead): top-level once promotion.py lands
         parsed = parse_body(body) if body.strip() else {}
         if not isinstance(parsed, dict):
             raise InvalidRequest.of([Problem("", parsed, "The request body must be a JSON object")])

@@ -13,7 +13,9 @@ def test_healthz_needs_no_token(server: ServerProcess) -> None:
     assert httpx.get(f"{server.url}/healthz").status_code == 200
 
 
-@pytest.mark.parametrize("header", [None, "Bearer", "Bearer nope-not-a-token", "Basic dXNlcjpwYXNz"])
+@pytest.mark.parametrize(
+    "header", [None, "Bearer", "Bearer nope-not-a-token", "Basic dXNlcjpwYXNz"]
+)
 def test_routes_refuse_missing_or_unknown_tokens(server: ServerProcess, header: str | None) -> None:
     headers = {"Authorization": header} if header else {}
     for method, path in [
@@ -39,13 +41,17 @@ def test_other_workspaces_tracesets_are_invisible(server: ServerProcess, api: ht
         assert them.post(f"{path}/complete").status_code == 404
         assert them.get(f"{path}/files/a").status_code == 404
         assert them.delete(path).status_code == 404
-        assert traceset["id"] not in [t["id"] for t in them.get("/api/v1/tracesets").json()["items"]]
+        assert traceset["id"] not in [
+            t["id"] for t in them.get("/api/v1/tracesets").json()["items"]
+        ]
     assert api.get(f"/api/v1/tracesets/{traceset['id']}").status_code == 200
 
 
 def test_token_create_prints_a_working_token(server: ServerProcess) -> None:
     token = server.new_token("fresh")
-    answer = httpx.get(f"{server.url}/api/v1/tracesets", headers={"Authorization": f"Bearer {token}"})
+    answer = httpx.get(
+        f"{server.url}/api/v1/tracesets", headers={"Authorization": f"Bearer {token}"}
+    )
     assert answer.status_code == 200 and answer.json()["items"] == []
 
 

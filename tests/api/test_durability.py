@@ -18,14 +18,20 @@ def test_stop_and_restart_keeps_tracesets_and_files(tmp_path: Path) -> None:
     service.start()
     data = os.urandom(123_457)
     try:
-        with httpx.Client(base_url=service.url, headers={"Authorization": f"Bearer {service.token}"}) as api:
+        with httpx.Client(
+            base_url=service.url, headers={"Authorization": f"Bearer {service.token}"}
+        ) as api:
             before = upload(api, {"rank0.json": data}, {"parallelism": {"dp": 2, "tp": 2}})
         service.stop()
         service.start()
-        with httpx.Client(base_url=service.url, headers={"Authorization": f"Bearer {service.token}"}) as api:
+        with httpx.Client(
+            base_url=service.url, headers={"Authorization": f"Bearer {service.token}"}
+        ) as api:
             after = api.get(f"/api/v1/tracesets/{before['id']}").json()
             assert after == before
-            got = api.get(f"/api/v1/tracesets/{before['id']}/files/rank0.json", follow_redirects=True)
+            got = api.get(
+                f"/api/v1/tracesets/{before['id']}/files/rank0.json", follow_redirects=True
+            )
             assert got.content == data
     finally:
         service.stop()
@@ -35,7 +41,9 @@ def test_upload_urls_signed_before_a_restart_still_work(tmp_path: Path) -> None:
     service = ServerProcess(tmp_path / "svc")
     service.start()
     try:
-        with httpx.Client(base_url=service.url, headers={"Authorization": f"Bearer {service.token}"}) as api:
+        with httpx.Client(
+            base_url=service.url, headers={"Authorization": f"Bearer {service.token}"}
+        ) as api:
             created = api.post(
                 "/api/v1/tracesets/upload-url",
                 json={"name": "x", "files": [{"name": "a", "size": 3, "role": "supporting"}]},
@@ -43,7 +51,9 @@ def test_upload_urls_signed_before_a_restart_still_work(tmp_path: Path) -> None:
             service.stop()
             service.start()
             assert httpx.put(created["uploads"][0]["url"], content=b"abc").status_code == 200
-            assert api.post(f"/api/v1/tracesets/{created['tracesetId']}/complete").status_code == 200
+            assert (
+                api.post(f"/api/v1/tracesets/{created['tracesetId']}/complete").status_code == 200
+            )
     finally:
         service.stop()
 
@@ -53,7 +63,14 @@ def test_50_concurrent_uploads_lose_nothing(server: ServerProcess, api: httpx.Cl
 
     def one(i: int) -> str:
         with httpx.Client(base_url=server.url, headers=dict(api.headers), timeout=120) as client:
-            return str(upload(client, {f"rank{i}.json": payloads[i]}, {"shape": {"rankCount": 50}}, name=f"run {i}")["id"])
+            return str(
+                upload(
+                    client,
+                    {f"rank{i}.json": payloads[i]},
+                    {"shape": {"rankCount": 50}},
+                    name=f"run {i}",
+                )["id"]
+            )
 
     with ThreadPoolExecutor(max_workers=50) as pool:
         made = dict(zip(range(50), pool.map(one, range(50)), strict=True))

@@ -10,7 +10,11 @@ import httpx
 from tests.flows import problems, spec
 from tests.server import ServerProcess
 
-BODY = {"name": "retried", "files": [spec("a", b"x")], "workloadMetadata": {"shape": {"rankCount": 8}}}
+BODY = {
+    "name": "retried",
+    "files": [spec("a", b"x")],
+    "workloadMetadata": {"shape": {"rankCount": 8}},
+}
 
 
 def post(api: httpx.Client, key: str, body: object = BODY) -> httpx.Response:

@@ -109,7 +109,9 @@ def test_metadata_over_65536_bytes_is_refused_and_at_the_limit_accepted(api: htt
 
 
 def test_null_metadata_is_absent(api: httpx.Client) -> None:
-    created = request_urls(api, {"a": b"x"}, metadata={"shape": None, "parallelism": {"dp": 8, "tp": None}})
+    created = request_urls(
+        api, {"a": b"x"}, metadata={"shape": None, "parallelism": {"dp": 8, "tp": None}}
+    )
     got = api.get(f"/api/v1/tracesets/{created['tracesetId']}").json()
     assert got["rankCountDerived"] == 8
     assert got["workloadMetadata"] == {"shape": None, "parallelism": {"dp": 8, "tp": None}}

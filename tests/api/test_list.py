@@ -60,7 +60,9 @@ def test_status_and_rank_count_filters_combine(api: httpx.Client) -> None:
         ({"cursor": "not-a-cursor"}, "cursor"),
     ],
 )
-def test_bad_list_parameters_are_400(api: httpx.Client, params: dict[str, object], member: str) -> None:
+def test_bad_list_parameters_are_400(
+    api: httpx.Client, params: dict[str, object], member: str
+) -> None:
     answer = api.get("/api/v1/tracesets", params=params)  # type: ignore[arg-type]
     assert answer.status_code == 400
     assert problems(answer)[0]["member"] == member

@@ -51,8 +51,14 @@ def test_every_operation_has_a_readable_operation_id(server: ServerProcess) -> N
         op["operationId"] for path in document["paths"].values() for op in path.values()
     }
     assert {
-        "request_upload_urls", "get_traceset", "list_tracesets", "complete_traceset",
-        "delete_traceset", "download_file", "upload_file", "healthz",
+        "request_upload_urls",
+        "get_traceset",
+        "list_tracesets",
+        "complete_traceset",
+        "delete_traceset",
+        "download_file",
+        "upload_file",
+        "healthz",
     } <= operation_ids
 
 

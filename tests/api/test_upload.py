@@ -30,10 +30,25 @@ def test_source_document_curl_example(server: ServerProcess, tmp_path: Any) -> N
     """The source document's own curl line, pointed at the local service, end to end."""
     env = {**os.environ, "SCALA_API_TOKEN": server.token}
     created = subprocess.run(
-        ["curl", "-s", "-w", "\n%{http_code}", "-X", "POST", f"{server.url}/api/v1/tracesets/upload-url",
-         "-H", f"Authorization: Bearer {env['SCALA_API_TOKEN']}",
-         "-H", "Content-Type: application/json", "-d", SOURCE_EXAMPLE],
-        capture_output=True, text=True, check=True, env=env,
+        [
+            "curl",
+            "-s",
+            "-w",
+            "\n%{http_code}",
+            "-X",
+            "POST",
+            f"{server.url}/api/v1/tracesets/upload-url",
+            "-H",
+            f"Authorization: Bearer {env['SCALA_API_TOKEN']}",
+            "-H",
+            "Content-Type: application/json",
+            "-d",
+            SOURCE_EXAMPLE,
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
     ).stdout
     body, status = created.rsplit("\n", 1)
     assert status == "201", body
@@ -44,16 +59,27 @@ def test_source_document_curl_example(server: ServerProcess, tmp_path: Any) -> N
     data.write_bytes(os.urandom(1048576))
     put_status = subprocess.run(
         ["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-T", str(data), target["url"]],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     assert put_status == "200"
     headers = {"Authorization": f"Bearer {server.token}"}
-    done = httpx.post(f"{server.url}/api/v1/tracesets/{answer['tracesetId']}/complete", headers=headers)
+    done = httpx.post(
+        f"{server.url}/api/v1/tracesets/{answer['tracesetId']}/complete", headers=headers
+    )
     assert done.status_code == 200 and done.json()["status"] == "ready"
     got = httpx.get(f"{server.url}/api/v1/tracesets/{answer['tracesetId']}", headers=headers).json()
     assert got["rankCountDerived"] == 256
-    assert got["files"] == [{"name": "traces.zip", "size": 1048576, "role": "primary",
-                             "sha256": hashlib.sha256(data.read_bytes()).hexdigest(), "received": True}]
+    assert got["files"] == [
+        {
+            "name": "traces.zip",
+            "size": 1048576,
+            "role": "primary",
+            "sha256": hashlib.sha256(data.read_bytes()).hexdigest(),
+            "received": True,
+        }
+    ]
 
 
 def test_upload_answer_has_one_signed_put_per_file(api: httpx.Client) -> None:
@@ -101,7 +127,10 @@ def test_put_with_wrong_sha256_is_refused(api: httpx.Client) -> None:
     created = request_urls(api, {"a": b"right"})
     answer = put(created["uploads"][0]["url"], b"wrong")
     assert answer.status_code == 400 and "sha256" in problems(answer)[0]["message"]
-    assert api.get(f"/api/v1/tracesets/{created['tracesetId']}").json()["files"][0]["received"] is False
+    assert (
+        api.get(f"/api/v1/tracesets/{created['tracesetId']}").json()["files"][0]["received"]
+        is False
+    )
 
 
 def test_sending_the_same_bytes_again_is_harmless(api: httpx.Client) -> None:
@@ -145,7 +174,9 @@ def test_expired_signed_url_is_forbidden(tmp_path: Any) -> None:
     short = ServerProcess(tmp_path / "svc", extra_env={"TRACESETS_UPLOAD_URL_TTL": "1"})
     short.start()
     try:
-        with httpx.Client(base_url=short.url, headers={"Authorization": f"Bearer {short.token}"}) as api:
+        with httpx.Client(
+            base_url=short.url, headers={"Authorization": f"Bearer {short.token}"}
+        ) as api:
             created = request_urls(api, {"a": b"x"})
             time.sleep(2.2)
             answer = put(created["uploads"][0]["url"], b"x")
@@ -200,7 +231,9 @@ def test_nothing_is_stored_when_a_check_fails(api: httpx.Client) -> None:
         ("big", "workloadMetadata"),
     ],
 )
-def test_rule_violations_answer_400_naming_the_member(api: httpx.Client, metadata: Any, member: str) -> None:
+def test_rule_violations_answer_400_naming_the_member(
+    api: httpx.Client, metadata: Any, member: str
+) -> None:
     body = {"name": "x", "files": [spec("a", b"x")], "workloadMetadata": metadata}
     answer = api.post("/api/v1/tracesets/upload-url", json=body)
     assert answer.status_code == 400
@@ -215,14 +248,22 @@ def test_every_problem_is_listed(api: httpx.Client) -> None:
     }
     members = {p["member"] for p in problems(api.post("/api/v1/tracesets/upload-url", json=body))}
     assert members == {
-        "name", "files[0].name", "files[0].size", "files[0].role",
-        "workloadMetadata.shape.rankCount", "workloadMetadata.parallelism.dp",
+        "name",
+        "files[0].name",
+        "files[0].size",
+        "files[0].role",
+        "workloadMetadata.shape.rankCount",
+        "workloadMetadata.parallelism.dp",
         "workloadMetadata.parallelism.pp",
     }
 
 
 def test_missing_rank_count_uses_the_source_wording(api: httpx.Client) -> None:
-    body = {"name": "x", "files": [spec("a", b"x")], "workloadMetadata": {"shape": {"rank_count": 8}}}
+    body = {
+        "name": "x",
+        "files": [spec("a", b"x")],
+        "workloadMetadata": {"shape": {"rank_count": 8}},
+    }
     answer = api.post("/api/v1/tracesets/upload-url", json=body)
     assert answer.status_code == 400
     assert answer.json()["detail"] == (

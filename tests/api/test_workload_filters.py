@@ -31,7 +31,9 @@ def test_camel_case_descriptive_members_are_not_read_by_filters(api: httpx.Clien
 
 def test_global_batch_size_reads_shape_global_batch_size_integers_only(api: httpx.Client) -> None:
     wanted = str(
-        request_urls(api, {"a": b"x"}, {"shape": {"rankCount": 8, "global_batch_size": 512}})["tracesetId"]
+        request_urls(api, {"a": b"x"}, {"shape": {"rankCount": 8, "global_batch_size": 512}})[
+            "tracesetId"
+        ]
     )
     for other in (512.0, "512", 5.12e2, 1024):
         request_urls(api, {"a": b"x"}, {"shape": {"rankCount": 8, "global_batch_size": other}})
@@ -56,7 +58,8 @@ def test_filtered_pages_follow_the_cursor(api: httpx.Client) -> None:
     made(api, {"workload_name": "other"})
     first = api.get("/api/v1/tracesets", params={"workload_name": "w", "limit": 3}).json()
     second = api.get(
-        "/api/v1/tracesets", params={"workload_name": "w", "limit": 3, "cursor": first["nextCursor"]}
+        "/api/v1/tracesets",
+        params={"workload_name": "w", "limit": 3, "cursor": first["nextCursor"]},
     ).json()
     assert [t["id"] for t in first["items"] + second["items"]] == wanted[::-1]
     assert second["nextCursor"] is None
