@@ -40,7 +40,9 @@ def put(url: str, data: bytes) -> httpx.Response:
     return httpx.put(url, content=data, timeout=60)
 
 
-def upload(api: httpx.Client, files: dict[str, bytes], metadata: Any = RANKS_8, **kw: Any) -> dict[str, Any]:
+def upload(
+    api: httpx.Client, files: dict[str, bytes], metadata: Any = RANKS_8, **kw: Any
+) -> dict[str, Any]:
     """A whole upload: request URLs, PUT every file, complete. Returns the ready traceset."""
     created = request_urls(api, files, metadata, **kw)
     for target in created["uploads"]:

@@ -22,9 +22,14 @@ texts = st.text(st.characters(exclude_categories=["Cs"]), max_size=12)
 machine_ints = st.integers(INT64_MIN, UINT64_MAX)
 
 #: Number literals the parser keeps as text: decimals, exponents, integers beyond 64 bits.
-decimal_literals = st.from_regex(
-    r"-?(0|[1-9][0-9]{0,30})(\.[0-9]{1,30})?([eE][-+]?[0-9]{1,4})?", fullmatch=True
-).filter(lambda text: any(c in text for c in ".eE"))
+_integer_part = st.from_regex(r"-?(0|[1-9][0-9]{0,30})", fullmatch=True)
+_fraction = st.from_regex(r"\.[0-9]{1,30}", fullmatch=True)
+_exponent = st.from_regex(r"[eE][-+]?[0-9]{1,4}", fullmatch=True)
+decimal_literals = st.one_of(
+    st.tuples(_integer_part, _fraction, st.just("")),
+    st.tuples(_integer_part, st.just(""), _exponent),
+    st.tuples(_integer_part, _fraction, _exponent),
+).map("".join)
 huge_int_literals = st.one_of(
     st.integers(UINT64_MAX + 1, 2**200), st.integers(-(2**200), INT64_MIN - 1)
 ).map(str)
@@ -35,9 +40,7 @@ scalars = st.one_of(plain_scalars, json_numbers)
 
 
 def _containers(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
-    return st.one_of(
-        st.lists(children, max_size=4), st.dictionaries(texts, children, max_size=4)
-    )
+    return st.one_of(st.lists(children, max_size=4), st.dictionaries(texts, children, max_size=4))
 
 
 #: Any JSON value without ``JsonNumber``: what the standard library can write too.

@@ -189,7 +189,7 @@ def test_a_lone_surrogate_escape_parses_but_cannot_be_written() -> None:
 def test_a_surrogate_pair_escape_is_one_character() -> None:
     value = loads('"\\ud83d\\ude80"')
     assert value == "🚀"
-    assert dumps(value) == "\"🚀\"".encode()
+    assert dumps(value) == '"🚀"'.encode()
 
 
 def test_round_trip_keeps_member_order() -> None:
@@ -214,8 +214,10 @@ def test_dumps_is_compact() -> None:
 def test_dumps_refuses_what_is_not_json() -> None:
     with pytest.raises(JsonError):
         dumps({1: "non-string key"})
-    with pytest.raises((JsonError, TypeError)):
+    with pytest.raises(JsonError):
         dumps({"a": object()})
+    with pytest.raises(JsonError):
+        dumps(2**64)  # the parser never returns such an int: it keeps it as JsonNumber
 
 
 # -- properties -------------------------------------------------------------------------
@@ -242,6 +244,5 @@ def test_every_value_round_trips_through_dumps_and_loads(value: Any) -> None:
 def test_any_input_parses_or_is_a_json_error(body: bytes | str) -> None:
     try:
         loads(body)
-    except JsonError:
-        pass
-
+    except JsonError as error:
+        assert str(error)  # a message saying what is wrong, and no other exception

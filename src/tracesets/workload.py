@@ -45,16 +45,23 @@ class RankCountCheck:
         return not self.problems
 
 
+#: Past this many characters a value is shortened in messages (a 5,000-digit number
+#: would otherwise fill the message): its start, its end, and how long it is.
+SHOWN_CHARS: Final = 80
+
+
 def show(value: JsonValue) -> str:
     """A value as the user wrote it, for messages: ``2.0``, ``"4"``, ``true``."""
     try:
-        return jsontext.dumps(value).decode()
+        text = jsontext.dumps(value).decode()
     except jsontext.JsonError:
-        pass
-    try:
-        return repr(value)  # a lone surrogate, or nesting deeper than orjson writes
-    except RecursionError:
-        return "a value nested too deeply to show"
+        try:
+            text = repr(value)  # a lone surrogate, or nesting deeper than orjson writes
+        except RecursionError:
+            return "a value nested too deeply to show"
+    if len(text) <= SHOWN_CHARS:
+        return text
+    return f"{text[:48]}…{text[-16:]} ({len(text):,} characters)"
 
 
 def whole_number_problem(member: str, value: JsonValue) -> Problem:
