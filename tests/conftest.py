@@ -21,6 +21,24 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     process.stop()
 
 
+@pytest.fixture(scope="session")
+def local_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """A service that keeps files in its data folder, for tests of its own signed URLs."""
+    process = ServerProcess(tmp_path_factory.mktemp("local-service"), local_files=True)
+    process.start()
+    yield process
+    process.stop()
+
+
+@pytest.fixture
+def local_api(local_server: ServerProcess) -> Iterator[httpx.Client]:
+    token = local_server.new_token("ws-" + secrets.token_hex(6))
+    with httpx.Client(
+        base_url=local_server.url, headers={"Authorization": f"Bearer {token}"}, timeout=60
+    ) as client:
+        yield client
+
+
 @pytest.fixture
 def workspace_token(server: ServerProcess) -> str:
     return server.new_token("ws-" + secrets.token_hex(6))

@@ -28,6 +28,10 @@ def free_port() -> int:
         return port
 
 
+def uses_s3() -> bool:
+    return bool(os.environ.get("TRACESETS_TEST_STORAGE_URL"))
+
+
 def backend_env() -> dict[str, str]:
     """Settings that point a service at the backends this test run uses."""
     env: dict[str, str] = {}
@@ -43,7 +47,9 @@ def backend_env() -> dict[str, str]:
 class ServerProcess:
     """``tracesets serve`` in a subprocess; ``stop``/``start`` keep the same data."""
 
-    def __init__(self, data_dir: Path, *, extra_env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, data_dir: Path, *, extra_env: dict[str, str] | None = None, local_files: bool = False
+    ) -> None:
         self.data_dir = data_dir
         self.port = free_port()
         self.token = "tsk_test_" + secrets.token_hex(16)
@@ -54,6 +60,8 @@ class ServerProcess:
             "TRACESETS_SECRET": os.environ.get("TRACESETS_TEST_SECRET", secrets.token_hex(32)),
             **(extra_env or {}),
         }
+        if local_files:  # the service's own signed URLs: whatever the run's database
+            self.env.pop("TRACESETS_STORAGE_URL", None)
         self.proc: subprocess.Popen[bytes] | None = None
         self.log = data_dir / "server.log"
 
@@ -65,7 +73,16 @@ class ServerProcess:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         with self.log.open("ab") as log:
             self.proc = subprocess.Popen(
-                [str(BIN), "serve", "--host", "127.0.0.1", "--port", str(self.port), "--data-dir", str(self.data_dir)],
+                [
+                    str(BIN),
+                    "serve",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(self.port),
+                    "--data-dir",
+                    str(self.data_dir),
+                ],
                 env=self.env,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -109,10 +126,17 @@ class ServerProcess:
     def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
         """Run the ``tracesets`` command with this service's settings and data folder."""
         return subprocess.run(
-            [str(BIN), *args], env=self.env, capture_output=True, text=True, timeout=120, check=False
+            [str(BIN), *args],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
         )
 
     def new_token(self, workspace: str) -> str:
-        done = self.cli("token", "create", "--workspace", workspace, "--data-dir", str(self.data_dir))
+        done = self.cli(
+            "token", "create", "--workspace", workspace, "--data-dir", str(self.data_dir)
+        )
         assert done.returncode == 0, done.stderr
         return done.stdout.strip()

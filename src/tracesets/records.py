@@ -19,6 +19,8 @@ class StoredFile:
     sha256_declared: str | None
     sha256: str | None
     received: bool
+    upload_id: str | None = None
+    part_size: int | None = None
 
     @property
     def expected_sha256(self) -> str | None:

@@ -1,17 +1,20 @@
-"""The use cases: create an upload, receive a file, complete, read, list, download, delete.
+"""The use cases: create an upload, follow and complete it, read, list, promote, delete.
 
-No HTTP here: routes parse and render, this module decides. Every use case that
-reads, checks and writes does so in one transaction, so a failure changes nothing.
+No HTTP here, and no knowledge of where bytes live: routes parse and render, the
+``BlobStore`` holds the files, this module decides. Every use case that reads, checks
+and writes does so in one transaction, so a failure changes nothing. Calls to the
+store that can take long (finishing a multipart upload, reading an object back) run
+outside database transactions, so they hold no lock.
 """
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import binascii
 import hashlib
+import logging
+import posixpath
 import uuid
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -23,24 +26,29 @@ from tracesets.db import queries
 from tracesets.db.engine import Database
 from tracesets.db.queries import ListFilter
 from tracesets.jsontext import JsonValue
-from tracesets.problems import Conflict, Forbidden, InvalidRequest, NotFound, Problem, Unprocessable
-from tracesets.records import StoredFile, Traceset
-from tracesets.storage.local import LocalBlobStore
-from tracesets.storage.signing import URLSigner
-from tracesets.uploadrequest import read_upload_request
+from tracesets.problems import Conflict, InvalidRequest, NotFound, Problem, Unprocessable
+from tracesets.records import Traceset
+from tracesets.storage.base import BlobStore, UploadIncomplete, UploadPlan
+from tracesets.uploadrequest import UploadRequest, read_upload_request
 
-BLOB_ROUTE = "/api/v1/blobs"
 IDEMPOTENCY_WINDOW = timedelta(hours=24)
+log = logging.getLogger("tracesets")
 
 
 @dataclass(frozen=True, slots=True)
 class UploadTarget:
+    """Where one file goes: a plan of the store, with the file it is for."""
+
     name: str
     role: str
-    method: str
-    url: str
-    headers: dict[str, str]
-    expires_at: datetime
+    plan: UploadPlan
+
+
+@dataclass(frozen=True, slots=True)
+class UploadStatus:
+    traceset: Traceset
+    received: list[str]
+    uploads: list[UploadTarget]
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,20 +100,9 @@ def _not_found(traceset_id: str) -> NotFound:
 
 
 class TracesetService:
-    def __init__(
-        self,
-        db: Database,
-        store: LocalBlobStore,
-        signer: URLSigner,
-        *,
-        upload_ttl: int,
-        download_ttl: int,
-    ) -> None:
+    def __init__(self, db: Database, store: BlobStore) -> None:
         self.db = db
         self.store = store
-        self.signer = signer
-        self.upload_ttl = upload_ttl
-        self.download_ttl = download_ttl
 
     # -- create ---------------------------------------------------------------------
 
@@ -119,6 +116,42 @@ class TracesetService:
         """
         request = read_upload_request(parse_body(body))
         body_sha256 = hashlib.sha256(body).hexdigest()
+        if idempotency_key is not None:
+            with self.db.read() as conn:
+                earlier = self._earlier_answer(conn, workspace, idempotency_key, body_sha256)
+            if earlier is not None:
+                return earlier, self._resume(earlier, base_url)
+        traceset_id = uuid.uuid4().hex
+        plans = [
+            self.store.plan_upload(
+                blob_key(traceset_id, idx), size=f.size, sha256=f.sha256, base_url=base_url
+            )
+            for idx, f in enumerate(request.files)
+        ]
+        try:
+            traceset = self._insert(
+                workspace, traceset_id, request, plans, body_sha256, idempotency_key
+            )
+        except BaseException:
+            self._abort(traceset_id, plans)
+            raise
+        if traceset.id != traceset_id:  # a concurrent request with the same key won
+            self._abort(traceset_id, plans)
+            return traceset, self._resume(traceset, base_url)
+        return traceset, [
+            UploadTarget(f.name, f.role, plan)
+            for f, plan in zip(traceset.files, plans, strict=True)
+        ]
+
+    def _insert(
+        self,
+        workspace: str,
+        traceset_id: str,
+        request: UploadRequest,
+        plans: list[UploadPlan],
+        body_sha256: str,
+        idempotency_key: str | None,
+    ) -> Traceset:
         for attempt in range(2):
             try:
                 with self.db.write() as conn:
@@ -127,11 +160,15 @@ class TracesetService:
                             conn, workspace, idempotency_key, body_sha256
                         )
                         if earlier is not None:
-                            return earlier, self._upload_targets(earlier, base_url)
-                    traceset_id = uuid.uuid4().hex
+                            return earlier
                     now = _now()
                     queries.insert_traceset(
-                        conn, workspace=workspace, traceset_id=traceset_id, request=request, now=now
+                        conn,
+                        workspace=workspace,
+                        traceset_id=traceset_id,
+                        request=request,
+                        uploads=[(p.upload_id, p.part_size) for p in plans],
+                        now=now,
                     )
                     if idempotency_key is not None:
                         queries.insert_idempotency_key(
@@ -145,14 +182,18 @@ class TracesetService:
                     traceset = queries.get_traceset(
                         conn, workspace=workspace, traceset_id=traceset_id
                     )
+                    assert traceset is not None
+                    return traceset
             except IntegrityError:
-                # A concurrent request with the same key won; the retry answers what it made.
+                # Only the idempotency key can collide: the retry answers what the winner made.
                 if idempotency_key is None or attempt == 1:
                     raise
-                continue
-            assert traceset is not None
-            return traceset, self._upload_targets(traceset, base_url)
         raise AssertionError("unreachable")
+
+    def _abort(self, traceset_id: str, plans: list[UploadPlan]) -> None:
+        for idx, plan in enumerate(plans):
+            if plan.upload_id is not None:
+                self.store.abort_upload(blob_key(traceset_id, idx), plan.upload_id)
 
     def _earlier_answer(
         self, conn: Connection, workspace: str, key: str, body_sha256: str
@@ -186,89 +227,84 @@ class TracesetService:
             )
         return traceset
 
-    def _upload_targets(self, traceset: Traceset, base_url: str) -> list[UploadTarget]:
-        return [self._upload_target(traceset, f, base_url) for f in traceset.files]
+    # -- follow and complete an upload ---------------------------------------------------
 
-    def _upload_target(self, traceset: Traceset, file: StoredFile, base_url: str) -> UploadTarget:
-        key = blob_key(traceset.id, file.idx)
-        query, expires = self.signer.query("PUT", key, self.upload_ttl)
-        return UploadTarget(
-            name=file.name,
-            role=file.role,
-            method="PUT",
-            url=f"{base_url}{BLOB_ROUTE}/{key}?{query}",
-            headers={},
-            expires_at=datetime.fromtimestamp(expires, UTC),
-        )
+    def _resume(self, traceset: Traceset, base_url: str) -> list[UploadTarget]:
+        """Fresh URLs for whatever has not arrived; records new multipart uploads."""
+        return self.upload_status(traceset.workspace, traceset.id, base_url).uploads
 
-    # -- receive (signed URL, no bearer token) -----------------------------------------
-
-    def _signed_file(
-        self, method: str, traceset_id: str, idx: int, expires: str | None, signature: str | None
-    ) -> tuple[Traceset, StoredFile]:
-        key = blob_key(traceset_id, idx)
-        why = self.signer.verify("PUT" if method == "PUT" else "GET", key, expires, signature)
-        if why is not None:
-            raise Forbidden.of([Problem("signature", signature, why)])
-        with self.db.read() as conn:
-            traceset = queries.get_traceset(conn, workspace=None, traceset_id=traceset_id)
-        file = traceset.file_at(idx) if traceset is not None else None
-        if traceset is None or file is None:
-            raise NotFound.of([Problem("url", key, "This file's traceset no longer exists")])
-        return traceset, file
-
-    async def receive_file(
-        self,
-        traceset_id: str,
-        idx: int,
-        chunks: AsyncIterator[bytes],
-        *,
-        expires: str | None,
-        signature: str | None,
-    ) -> None:
-        traceset, file = await asyncio.to_thread(
-            self._signed_file, "PUT", traceset_id, idx, expires, signature
-        )
-        key = blob_key(traceset_id, idx)
+    def upload_status(self, workspace: str, traceset_id: str, base_url: str) -> UploadStatus:
+        """What has arrived, and fresh URLs for the rest (only the missing parts)."""
+        traceset = self.get(workspace, traceset_id)
         if traceset.status != "pending":
-            # Complete: the same bytes again are harmless (checked, then dropped), others refused.
-            await self.store.receive(None, chunks, size=file.size, sha256=file.sha256)
-            return
-        received = await self.store.receive(
-            key, chunks, size=file.size, sha256=file.sha256_declared
-        )
-        await asyncio.to_thread(self._record_received, traceset, idx, received.sha256)
-
-    def _record_received(self, traceset: Traceset, idx: int, sha256: str) -> None:
-        key = blob_key(traceset.id, idx)
-        with self.db.write() as conn:
-            if queries.get_traceset(conn, workspace=None, traceset_id=traceset.id) is None:
-                self.store.delete(key)  # deleted while the bytes were arriving
-                raise NotFound.of([Problem("url", key, "This file's traceset no longer exists")])
-            queries.mark_received(conn, seq=traceset.seq, idx=idx, sha256=sha256, now=_now())
-
-    # -- complete, read, list -----------------------------------------------------------
+            return UploadStatus(traceset, [f.name for f in traceset.files], [])
+        received: list[str] = []
+        uploads: list[UploadTarget] = []
+        restarted: list[tuple[int, UploadPlan]] = []
+        for f in traceset.files:
+            plan = self.store.resume_upload(
+                blob_key(traceset.id, f.idx),
+                size=f.size,
+                sha256=f.sha256_declared,
+                upload_id=f.upload_id,
+                part_size=f.part_size,
+                base_url=base_url,
+            )
+            if plan is None:
+                received.append(f.name)
+                continue
+            uploads.append(UploadTarget(f.name, f.role, plan))
+            if plan.upload_id != f.upload_id:
+                restarted.append((f.idx, plan))
+        if restarted:
+            with self.db.write() as conn:
+                for idx, plan in restarted:
+                    queries.set_upload(
+                        conn,
+                        seq=traceset.seq,
+                        idx=idx,
+                        upload_id=plan.upload_id,
+                        part_size=plan.part_size,
+                    )
+        return UploadStatus(traceset, received, uploads)
 
     def complete(self, workspace: str, traceset_id: str) -> Traceset:
+        traceset = self.get(workspace, traceset_id)
+        if traceset.status != "pending":
+            return traceset
+        digests: dict[int, str] = {}
+        missing: list[Problem] = []
+        for f in traceset.files:
+            try:
+                digests[f.idx] = self.store.finish_upload(
+                    blob_key(traceset.id, f.idx),
+                    size=f.size,
+                    sha256=f.expected_sha256,
+                    upload_id=f.upload_id,
+                )
+            except UploadIncomplete as why:
+                missing.append(Problem(f"files[{f.idx}]", f.name, f"{f.name} {why}"))
+        if missing:
+            raise Conflict.of(missing)
+        now = _now()
         with self.db.write() as conn:
-            traceset = queries.get_traceset(
+            current = queries.get_traceset(
                 conn, workspace=workspace, traceset_id=traceset_id, for_update=True
             )
-            if traceset is None:
+            if current is None:
                 raise _not_found(traceset_id)
-            if traceset.status != "pending":
-                return traceset
-            missing = [
-                Problem(f"files[{f.idx}]", f.name, f"{f.name} has not been received")
-                for f in traceset.files
-                if not f.received or self.store.size_of(blob_key(traceset.id, f.idx)) != f.size
-            ]
-            if missing:
-                raise Conflict.of(missing)
-            queries.set_status(conn, seq=traceset.seq, status="ready", now=_now())
+            if current.status == "pending":
+                for idx, digest in digests.items():
+                    queries.mark_received(conn, seq=current.seq, idx=idx, sha256=digest, now=now)
+                    queries.set_upload(
+                        conn, seq=current.seq, idx=idx, upload_id=None, part_size=None
+                    )
+                queries.set_status(conn, seq=current.seq, status="ready", now=now)
             done = queries.get_traceset(conn, workspace=workspace, traceset_id=traceset_id)
         assert done is not None
         return done
+
+    # -- read, list -----------------------------------------------------------------------
 
     def get(self, workspace: str, traceset_id: str) -> Traceset:
         with self.db.read() as conn:
@@ -336,7 +372,7 @@ class TracesetService:
         assert promoted is not None
         return promoted, check.warnings
 
-    # -- download, delete ---------------------------------------------------------------
+    # -- download, delete -------------------------------------------------------------------
 
     def download_url(self, workspace: str, traceset_id: str, name: str, base_url: str) -> str:
         traceset = self.get(workspace, traceset_id)
@@ -345,20 +381,17 @@ class TracesetService:
             raise NotFound.of(
                 [Problem("name", name, f"Traceset {traceset_id} has no file named {name}")]
             )
-        if not file.received:
-            raise Conflict.of([Problem("name", name, f"{name} has not been received yet")])
-        key = blob_key(traceset.id, file.idx)
-        query, _ = self.signer.query("GET", key, self.download_ttl)
-        return f"{base_url}{BLOB_ROUTE}/{key}?{query}"
-
-    def signed_download(
-        self, traceset_id: str, idx: int, *, expires: str | None, signature: str | None
-    ) -> tuple[StoredFile, str]:
-        """The file a signed download URL names and its blob key, once the URL checks out."""
-        _, file = self._signed_file("GET", traceset_id, idx, expires, signature)
-        if not file.received:
-            raise NotFound.of([Problem("url", file.name, f"{file.name} has not been received")])
-        return file, blob_key(traceset_id, idx)
+        if traceset.status == "pending":
+            raise Conflict.of(
+                [
+                    Problem(
+                        "name", name, f"{name} cannot be downloaded before the upload is complete"
+                    )
+                ]
+            )
+        return self.store.download_url(
+            blob_key(traceset.id, file.idx), filename=posixpath.basename(name), base_url=base_url
+        )
 
     def delete(self, workspace: str, traceset_id: str) -> None:
         with self.db.write() as conn:
@@ -367,5 +400,18 @@ class TracesetService:
                 raise _not_found(traceset_id)
             queries.delete_traceset(conn, seq=traceset.seq)
         # After the commit: a crash here leaves only unreachable bytes, never a
-        # traceset whose files are gone.
+        # traceset whose files are gone. The sweeper of a restarted process cannot
+        # see them; the store's own lifecycle rules can.
         self.store.delete_prefix(traceset_id)
+
+    def sweep_pending(self, older_than: timedelta, *, limit: int = 100) -> int:
+        """Abort and remove pending tracesets older than ``older_than``; how many."""
+        with self.db.read() as conn:
+            stale = queries.pending_before(conn, _now() - older_than, limit)
+        for workspace, traceset_id in stale:
+            try:
+                self.delete(workspace, traceset_id)
+            except NotFound:
+                continue  # another process swept it first
+            log.info("swept abandoned pending traceset %s", traceset_id)
+        return len(stale)

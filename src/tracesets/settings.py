@@ -9,6 +9,10 @@
 | ``TRACESETS_PUBLIC_URL`` | the request's own base URL | base of the signed URLs handed out |
 | ``TRACESETS_UPLOAD_URL_TTL`` | ``21600`` (6 hours) | how long an upload URL stays valid, in seconds |
 | ``TRACESETS_DOWNLOAD_URL_TTL`` | ``900`` (15 minutes) | how long a download URL stays valid, in seconds |
+| ``TRACESETS_STORAGE_URL`` | the data folder | ``s3://BUCKET/PREFIX`` moves the files to S3 (``AWS_*`` settings) |
+| ``TRACESETS_MULTIPART_THRESHOLD`` | ``67108864`` (64 MiB) | S3: larger files are uploaded in parts |
+| ``TRACESETS_PART_SIZE`` | ``67108864`` (64 MiB) | S3: part size (at least 5 MiB; grows so no file needs >1,000 parts) |
+| ``TRACESETS_PENDING_TTL`` | ``604800`` (7 days) | pending tracesets older than this are aborted and removed |
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 DEFAULT_WORKSPACE = "default"
+MIB = 1024 * 1024
 
 
 class SettingsError(ValueError):
@@ -37,7 +42,7 @@ def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:
     if raw is None or raw == "":
         return default
     if not raw.isdigit() or int(raw) < 1:
-        raise SettingsError(f"{name} must be a whole number of seconds of at least 1; got {raw!r}")
+        raise SettingsError(f"{name} must be a whole number of at least 1; got {raw!r}")
     return int(raw)
 
 
@@ -50,6 +55,10 @@ class Settings:
     public_url: str | None
     upload_url_ttl: int
     download_url_ttl: int
+    storage_url: str | None = None
+    multipart_threshold: int = 64 * MIB
+    part_size: int = 64 * MIB
+    pending_ttl: int = 7 * 24 * 3600
 
     @classmethod
     def from_env(
@@ -66,6 +75,16 @@ class Settings:
         if token is not None and len(token) < 16:
             raise SettingsError("TRACESETS_BOOTSTRAP_TOKEN must be at least 16 characters long")
         public_url = (env.get("TRACESETS_PUBLIC_URL") or "").rstrip("/") or None
+        storage_url = env.get("TRACESETS_STORAGE_URL") or None
+        if storage_url is not None and not storage_url.startswith("s3://"):
+            raise SettingsError(
+                f"TRACESETS_STORAGE_URL must look like s3://BUCKET/PREFIX; got {storage_url!r}"
+            )
+        part_size = _positive_int(env, "TRACESETS_PART_SIZE", 64 * MIB)
+        if part_size < 5 * MIB:
+            raise SettingsError(
+                "TRACESETS_PART_SIZE must be at least 5 MiB (5242880): S3's smallest part"
+            )
         return cls(
             data_dir=folder,
             database_url=env.get("DATABASE_URL") or f"sqlite:///{folder / 'tracesets.db'}",
@@ -74,6 +93,10 @@ class Settings:
             public_url=public_url,
             upload_url_ttl=_positive_int(env, "TRACESETS_UPLOAD_URL_TTL", 6 * 3600),
             download_url_ttl=_positive_int(env, "TRACESETS_DOWNLOAD_URL_TTL", 900),
+            storage_url=storage_url,
+            multipart_threshold=_positive_int(env, "TRACESETS_MULTIPART_THRESHOLD", 64 * MIB),
+            part_size=part_size,
+            pending_ttl=_positive_int(env, "TRACESETS_PENDING_TTL", 7 * 24 * 3600),
         )
 
     def signing_secret(self) -> bytes:

@@ -126,18 +126,51 @@ class UploadUrlRequest(BaseModel):
     workloadMetadata: UploadWorkloadMetadata | None = None
 
 
+class PartTarget(BaseModel):
+    partNumber: int = Field(ge=1, description="Parts are numbered from 1.")
+    url: str = Field(description="Presigned URL: PUT exactly `size` bytes here, with `headers`.")
+    size: int = Field(
+        ge=0, description="The part's bytes: offset (partNumber − 1) × partSize of the file."
+    )
+    headers: dict[str, str]
+
+
 class UploadTarget(BaseModel):
+    """Where one file goes: a single PUT to `url`, or, for a large file on S3 storage, one
+    PUT per entry of `parts` (then `url` is null). Always send the `headers` given."""
+
     name: str
     role: Literal["primary", "supporting"]
     method: Literal["PUT"]
-    url: str = Field(description="Signed URL: PUT the file's exact bytes here, with `headers`.")
+    url: str | None = Field(
+        description="Signed URL: PUT the file's exact bytes here, with `headers`; null when the "
+        "file is sent in `parts`."
+    )
     headers: dict[str, str]
     expiresAt: datetime
+    partSize: int | None = Field(
+        default=None, description="Multipart only: every part but the last has this size."
+    )
+    parts: list[PartTarget] | None = Field(
+        default=None,
+        description="Multipart only: the parts to send. After an interruption, "
+        "GET …/uploads lists only the parts still missing, with fresh URLs.",
+    )
 
 
 class UploadUrlResponse(BaseModel):
     tracesetId: str
     uploads: list[UploadTarget]
+
+
+class UploadStatus(BaseModel):
+    tracesetId: str
+    status: Literal["pending", "ready", "promoted"]
+    received: list[str] = Field(description="Files whose bytes have all arrived.")
+    uploads: list[UploadTarget] = Field(
+        description="Fresh URLs for every file not yet whole; for multipart files, only the "
+        "parts still missing."
+    )
 
 
 class TracesetFile(BaseModel):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.flows import upload
+from tests.flows import send, upload
 from tests.server import ServerProcess
 
 
@@ -50,7 +50,7 @@ def test_upload_urls_signed_before_a_restart_still_work(tmp_path: Path) -> None:
             ).json()
             service.stop()
             service.start()
-            assert httpx.put(created["uploads"][0]["url"], content=b"abc").status_code == 200
+            send(created["uploads"][0], b"abc")
             assert (
                 api.post(f"/api/v1/tracesets/{created['tracesetId']}/complete").status_code == 200
             )

@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 
-from tests.flows import problems, spec
+from tests.flows import problems, send, spec
 from tests.server import ServerProcess
 
 BODY = {
@@ -27,7 +27,7 @@ def test_same_key_and_body_answer_the_first_traceset(api: httpx.Client) -> None:
     assert first.status_code == again.status_code == 201
     assert first.json()["tracesetId"] == again.json()["tracesetId"]
     assert len(api.get("/api/v1/tracesets").json()["items"]) == 1
-    assert httpx.put(again.json()["uploads"][0]["url"], content=b"x").status_code == 200
+    send(again.json()["uploads"][0], b"x")
 
 
 def test_same_key_with_another_body_is_422(api: httpx.Client) -> None:

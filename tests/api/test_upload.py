@@ -5,13 +5,12 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
-import time
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.flows import RANKS_8, problems, put, request_urls, spec, upload
+from tests.flows import problems, put, request_urls, send, spec, upload
 from tests.server import ServerProcess
 
 SOURCE_EXAMPLE = """{
@@ -86,8 +85,8 @@ def test_upload_answer_has_one_signed_put_per_file(api: httpx.Client) -> None:
     created = request_urls(api, {"a.json": b"a", "logs/b.txt": b"bb"})
     assert [u["name"] for u in created["uploads"]] == ["a.json", "logs/b.txt"]
     for target in created["uploads"]:
-        assert target["method"] == "PUT" and target["headers"] == {}
-        assert "signature=" in target["url"] and target["expiresAt"].endswith("Z")
+        assert target["method"] == "PUT" and isinstance(target["headers"], dict)
+        assert "signature=" in target["url"].lower() and target["expiresAt"].endswith("Z")
 
 
 def test_traceset_is_pending_until_complete(api: httpx.Client) -> None:
@@ -99,7 +98,7 @@ def test_traceset_is_pending_until_complete(api: httpx.Client) -> None:
 def test_complete_names_every_missing_file(api: httpx.Client) -> None:
     files = {"rank0.json": b"0", "rank1.json": b"1", "rank2.json": b"2"}
     created = request_urls(api, files)
-    assert put(created["uploads"][1]["url"], b"1").status_code == 200
+    send(created["uploads"][1], b"1")
     answer = api.post(f"/api/v1/tracesets/{created['tracesetId']}/complete")
     assert answer.status_code == 409
     assert [p["value"] for p in problems(answer)] == ["rank0.json", "rank2.json"]
@@ -111,41 +110,6 @@ def test_complete_twice_answers_the_same_ready_traceset(api: httpx.Client) -> No
     assert again.status_code == 200 and again.json()["status"] == "ready"
 
 
-def test_put_with_wrong_byte_count_is_refused_and_nothing_kept(api: httpx.Client) -> None:
-    created = request_urls(api, {"a": b"12345"}, with_sha=False)
-    url = created["uploads"][0]["url"]
-    short = put(url, b"1234")
-    assert short.status_code == 400 and "4 bytes" in problems(short)[0]["message"]
-    long = put(url, b"123456")
-    assert long.status_code == 400
-    got = api.get(f"/api/v1/tracesets/{created['tracesetId']}").json()
-    assert got["files"][0]["received"] is False
-    assert api.post(f"/api/v1/tracesets/{created['tracesetId']}/complete").status_code == 409
-
-
-def test_put_with_wrong_sha256_is_refused(api: httpx.Client) -> None:
-    created = request_urls(api, {"a": b"right"})
-    answer = put(created["uploads"][0]["url"], b"wrong")
-    assert answer.status_code == 400 and "sha256" in problems(answer)[0]["message"]
-    assert (
-        api.get(f"/api/v1/tracesets/{created['tracesetId']}").json()["files"][0]["received"]
-        is False
-    )
-
-
-def test_sending_the_same_bytes_again_is_harmless(api: httpx.Client) -> None:
-    created = request_urls(api, {"a": b"same"})
-    url = created["uploads"][0]["url"]
-    assert put(url, b"same").status_code == 200
-    assert put(url, b"same").status_code == 200
-    done = api.post(f"/api/v1/tracesets/{created['tracesetId']}/complete")
-    assert done.status_code == 200
-    assert put(url, b"same").status_code == 200, "after complete too"
-    assert put(url, b"diff").status_code == 400, "but other bytes are refused"
-    path = f"/api/v1/tracesets/{created['tracesetId']}/files/a"
-    assert api.get(path, follow_redirects=True).content == b"same"
-
-
 def test_undeclared_sha256_is_computed_on_arrival(api: httpx.Client) -> None:
     traceset = upload(api, {"a": b"payload"}, with_sha=False)
     assert traceset["files"][0]["sha256"] == hashlib.sha256(b"payload").hexdigest()
@@ -154,48 +118,6 @@ def test_undeclared_sha256_is_computed_on_arrival(api: httpx.Client) -> None:
 def test_empty_file_uploads(api: httpx.Client) -> None:
     traceset = upload(api, {"empty.log": b""})
     assert traceset["files"][0]["size"] == 0 and traceset["files"][0]["received"] is True
-
-
-def test_altered_signed_url_is_forbidden(api: httpx.Client) -> None:
-    created = request_urls(api, {"a": b"x", "b": b"y"})
-    url_a, url_b = (u["url"] for u in created["uploads"])
-    sig_a = url_a.split("signature=")[1]
-    tampered = url_a[:-1] + ("0" if url_a[-1] != "0" else "1")
-    assert put(tampered, b"x").status_code == 403
-    other_file = url_b.split("signature=")[0] + "signature=" + sig_a
-    assert put(other_file, b"y").status_code == 403, "a URL's signature is for its own file only"
-    later = url_a.replace("expires=", "expires=9")
-    assert put(later, b"x").status_code == 403, "the expiry is signed"
-    unsigned = url_a.split("?")[0]
-    assert put(unsigned, b"x").status_code == 403
-
-
-def test_expired_signed_url_is_forbidden(tmp_path: Any) -> None:
-    short = ServerProcess(tmp_path / "svc", extra_env={"TRACESETS_UPLOAD_URL_TTL": "1"})
-    short.start()
-    try:
-        with httpx.Client(
-            base_url=short.url, headers={"Authorization": f"Bearer {short.token}"}
-        ) as api:
-            created = request_urls(api, {"a": b"x"})
-            time.sleep(2.2)
-            answer = put(created["uploads"][0]["url"], b"x")
-            assert answer.status_code == 403 and "expired" in problems(answer)[0]["message"]
-    finally:
-        short.stop()
-
-
-def test_download_redirects_to_a_signed_url_with_the_bytes(api: httpx.Client) -> None:
-    data = os.urandom(300_000)
-    traceset = upload(api, {"ranks/rank0.json": data})
-    answer = api.get(f"/api/v1/tracesets/{traceset['id']}/files/ranks/rank0.json")
-    assert answer.status_code == 307
-    location = answer.headers["location"]
-    assert "signature=" in location
-    fetched = httpx.get(location)
-    assert fetched.status_code == 200 and fetched.content == data
-    assert httpx.get(location[:-1] + ("0" if location[-1] != "0" else "1")).status_code == 403
-    assert httpx.put(location, content=data).status_code == 403, "a download URL does not upload"
 
 
 def test_download_of_unknown_or_unreceived_file(api: httpx.Client) -> None:
@@ -211,7 +133,7 @@ def test_delete_removes_the_traceset_and_its_files(api: httpx.Client) -> None:
     assert api.delete(f"/api/v1/tracesets/{traceset['id']}").status_code == 204
     assert api.get(f"/api/v1/tracesets/{traceset['id']}").status_code == 404
     assert api.delete(f"/api/v1/tracesets/{traceset['id']}").status_code == 404
-    assert httpx.get(location).status_code == 404
+    assert httpx.get(location).status_code in (403, 404), "the bytes are gone"
 
 
 def test_nothing_is_stored_when_a_check_fails(api: httpx.Client) -> None:
@@ -278,3 +200,53 @@ def test_supporting_files_only_need_no_rank_count(api: httpx.Client) -> None:
     assert created.status_code == 201
     got = api.get(f"/api/v1/tracesets/{created.json()['tracesetId']}").json()
     assert got["rankCountDerived"] is None and got["workloadMetadata"] is None
+
+
+def test_wrong_bytes_never_make_a_traceset_ready(api: httpx.Client) -> None:
+    """Wrong size or digest: refused by the store at PUT, or at the latest by complete."""
+    created = request_urls(api, {"size": b"12345", "digest": b"right"})
+    size_target, digest_target = created["uploads"]
+    for target, wrong in ((size_target, b"1234"), (digest_target, b"wrong")):
+        answer = put(target["url"], wrong, target["headers"])
+        assert answer.status_code in (200, 400, 403), answer.text
+    done = api.post(f"/api/v1/tracesets/{created['tracesetId']}/complete")
+    assert done.status_code == 409
+    assert [p["value"] for p in problems(done)] == ["size", "digest"]
+    for target, right in ((size_target, b"12345"), (digest_target, b"right")):
+        send(target, right)
+    assert api.post(f"/api/v1/tracesets/{created['tracesetId']}/complete").status_code == 200
+
+
+def test_download_redirects_to_a_url_with_the_bytes(api: httpx.Client) -> None:
+    data = os.urandom(300_000)
+    traceset = upload(api, {"ranks/rank0.json": data})
+    answer = api.get(f"/api/v1/tracesets/{traceset['id']}/files/ranks/rank0.json")
+    assert answer.status_code == 307
+    fetched = httpx.get(answer.headers["location"])
+    assert fetched.status_code == 200 and fetched.content == data
+    assert "rank0.json" in fetched.headers["content-disposition"]
+
+
+def test_large_file_resumes_where_it_stopped(api: httpx.Client) -> None:
+    """Above the multipart threshold (CI's S3 pass sets it low) a file goes in parts."""
+    data = os.urandom(12 * 1024 * 1024 + 7)
+    created = request_urls(api, {"big.bin": data})
+    [target] = created["uploads"]
+    if target.get("parts"):
+        assert len(target["parts"]) >= 2 and target["url"] is None
+        send(target, data, parts=[1])
+    status = api.get(f"/api/v1/tracesets/{created['tracesetId']}/uploads").json()
+    assert status["status"] == "pending" and status["received"] == []
+    [rest] = status["uploads"]
+    if target.get("parts"):
+        assert [p["partNumber"] for p in rest["parts"]] == [
+            p["partNumber"] for p in target["parts"][1:]
+        ]
+    assert api.post(f"/api/v1/tracesets/{created['tracesetId']}/complete").status_code == 409
+    send(rest, data)
+    status = api.get(f"/api/v1/tracesets/{created['tracesetId']}/uploads").json()
+    assert status["received"] == ["big.bin"] and status["uploads"] == []
+    done = api.post(f"/api/v1/tracesets/{created['tracesetId']}/complete")
+    assert done.status_code == 200, done.text
+    got = api.get(f"/api/v1/tracesets/{created['tracesetId']}/files/big.bin", follow_redirects=True)
+    assert got.content == data

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import timedelta
 from typing import Any
 
 from fastapi import FastAPI, Request, Response
+from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
@@ -25,25 +28,51 @@ from tracesets.problems import (
 from tracesets.service import TracesetService
 from tracesets.settings import DEFAULT_WORKSPACE, Settings
 from tracesets.storage.local import LocalBlobStore
+from tracesets.storage.s3 import S3BlobStore
 from tracesets.storage.signing import URLSigner
+from tracesets.transfers import LocalTransfers
 
 log = logging.getLogger("tracesets")
 
 
-def build_service(settings: Settings) -> TracesetService:
-    """Open the database (migrated), the file store and the signer the settings name."""
+def build_service(settings: Settings) -> tuple[TracesetService, LocalTransfers | None]:
+    """Open the database (migrated) and the file store the settings name.
+
+    With local files, also the transfers that serve their signed URLs.
+    """
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     db = Database(settings.database_url)
     db.migrate()
     if settings.bootstrap_token is not None:
         tokens.ensure(db, settings.bootstrap_token, workspace=DEFAULT_WORKSPACE, name="bootstrap")
-    return TracesetService(
-        db,
-        LocalBlobStore(settings.data_dir),
+    if settings.storage_url is not None:
+        s3 = S3BlobStore(
+            settings.storage_url,
+            upload_ttl=settings.upload_url_ttl,
+            download_ttl=settings.download_url_ttl,
+            multipart_threshold=settings.multipart_threshold,
+            part_size=settings.part_size,
+        )
+        s3.check()
+        return TracesetService(db, s3), None
+    local = LocalBlobStore(
+        settings.data_dir,
         URLSigner(settings.signing_secret()),
         upload_ttl=settings.upload_url_ttl,
         download_ttl=settings.download_url_ttl,
     )
+    return TracesetService(db, local), LocalTransfers(db, local, local.signer)
+
+
+async def _sweep_forever(service: TracesetService, pending_ttl: int) -> None:
+    """Abort abandoned uploads now and then; every process may, deletes are idempotent."""
+    interval = max(1.0, min(3600.0, pending_ttl / 4))
+    while True:
+        try:
+            await run_in_threadpool(service.sweep_pending, timedelta(seconds=pending_ttl))
+        except Exception:  # a failed sweep is retried at the next interval
+            log.exception("sweeping abandoned uploads failed")
+        await asyncio.sleep(interval)
 
 
 def _validation_problems(exc: RequestValidationError) -> list[Problem]:
@@ -91,11 +120,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        app.state.service = build_service(settings)
+        service, transfers = await run_in_threadpool(build_service, settings)
+        app.state.service, app.state.transfers = service, transfers
+        sweeper = asyncio.create_task(_sweep_forever(service, settings.pending_ttl))
         try:
             yield
         finally:
-            app.state.service.db.dispose()
+            sweeper.cancel()
+            service.db.dispose()
 
     app = FastAPI(
         title="Tracesets",

@@ -8,16 +8,30 @@ from __future__ import annotations
 import posixpath
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse
 
 from tracesets.api import render
-from tracesets.api.deps import Service
 from tracesets.api.openapi import errors
-from tracesets.service import BLOB_ROUTE
+from tracesets.problems import NotFound, Problem
+from tracesets.storage.local import BLOB_ROUTE
+from tracesets.transfers import LocalTransfers
 
 router = APIRouter(prefix=BLOB_ROUTE, tags=["signed URLs"])
+
+
+def get_transfers(request: Request) -> LocalTransfers:
+    """The local store's transfers; with S3 these URLs do not exist (clients use S3's)."""
+    transfers: LocalTransfers | None = request.app.state.transfers
+    if transfers is None:
+        raise NotFound.of(
+            [Problem("path", request.url.path, "Files are in S3: use the URLs it signs")]
+        )
+    return transfers
+
+
+Transfers = Annotated[LocalTransfers, Depends(get_transfers)]
 
 Expires = Annotated[str | None, Query(description="Expiry, as a Unix time; part of the signature.")]
 Signature = Annotated[str | None, Query(description="HMAC-SHA256 of method, file and expiry.")]
@@ -44,13 +58,13 @@ Signature = Annotated[str | None, Query(description="HMAC-SHA256 of method, file
 )
 async def upload_file(
     request: Request,
-    service: Service,
+    transfers: Transfers,
     traceset_id: str,
     idx: int,
     expires: Expires = None,
     signature: Signature = None,
 ) -> Response:
-    await service.receive_file(
+    await transfers.receive(
         traceset_id, idx, request.stream(), expires=expires, signature=signature
     )
     return render.json_response({"received": True})
@@ -63,17 +77,15 @@ async def upload_file(
     responses={200: {"description": "The file's bytes."}, **errors(403, 404)},
 )
 async def download_signed_file(
-    service: Service,
+    transfers: Transfers,
     traceset_id: str,
     idx: int,
     expires: Expires = None,
     signature: Signature = None,
 ) -> FileResponse:
-    file, key = await run_in_threadpool(
-        service.signed_download, traceset_id, idx, expires=expires, signature=signature
+    file, path = await run_in_threadpool(
+        transfers.download, traceset_id, idx, expires=expires, signature=signature
     )
     return FileResponse(
-        service.store.path(key),
-        media_type="application/octet-stream",
-        filename=posixpath.basename(file.name),
+        path, media_type="application/octet-stream", filename=posixpath.basename(file.name)
     )

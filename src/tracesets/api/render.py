@@ -12,7 +12,7 @@ from fastapi import Response
 from tracesets import jsontext
 from tracesets.problems import Problem, TracesetsError
 from tracesets.records import Traceset
-from tracesets.service import Page, UploadTarget
+from tracesets.service import Page, UploadStatus, UploadTarget
 
 PROBLEM_JSON = "application/problem+json"
 
@@ -49,20 +49,35 @@ def traceset(t: Traceset) -> dict[str, Any]:
     }
 
 
+def upload_target(target: UploadTarget) -> dict[str, Any]:
+    plan = target.plan
+    answer: dict[str, Any] = {
+        "name": target.name,
+        "role": target.role,
+        "method": "PUT",
+        "url": plan.url,
+        "headers": plan.headers,
+        "expiresAt": timestamp(plan.expires_at),
+    }
+    if plan.parts is not None:
+        answer["partSize"] = plan.part_size
+        answer["parts"] = [
+            {"partNumber": p.part_number, "url": p.url, "size": p.size, "headers": p.headers}
+            for p in plan.parts
+        ]
+    return answer
+
+
 def upload_targets(traceset_id: str, uploads: Sequence[UploadTarget]) -> dict[str, Any]:
+    return {"tracesetId": traceset_id, "uploads": [upload_target(u) for u in uploads]}
+
+
+def upload_status(status: UploadStatus) -> dict[str, Any]:
     return {
-        "tracesetId": traceset_id,
-        "uploads": [
-            {
-                "name": u.name,
-                "role": u.role,
-                "method": u.method,
-                "url": u.url,
-                "headers": u.headers,
-                "expiresAt": timestamp(u.expires_at),
-            }
-            for u in uploads
-        ],
+        "tracesetId": status.traceset.id,
+        "status": status.traceset.status,
+        "received": status.received,
+        "uploads": [upload_target(u) for u in status.uploads],
     }
 
 

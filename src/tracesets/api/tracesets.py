@@ -13,7 +13,13 @@ from tracesets.api.deps import BaseURL, Body, Service, Workspace
 from tracesets.api.openapi import errors, json_body
 from tracesets.db.queries import ListFilter
 from tracesets.records import Status
-from tracesets.wire import PromotedTraceset, Traceset, TracesetList, UploadUrlResponse
+from tracesets.wire import (
+    PromotedTraceset,
+    Traceset,
+    TracesetList,
+    UploadStatus,
+    UploadUrlResponse,
+)
 
 router = APIRouter(prefix="/api/v1/tracesets", tags=["tracesets"])
 
@@ -49,6 +55,22 @@ async def request_upload_urls(
         service.create_upload, workspace, body, base, idempotency_key
     )
     return render.json_response(render.upload_targets(traceset.id, uploads), 201)
+
+
+@router.get(
+    "/{traceset_id}/uploads",
+    summary="What has arrived, and fresh URLs for the rest",
+    description="For a pending traceset: the files whose bytes have all arrived, and fresh "
+    "upload URLs for every other file (for multipart files, only the parts still missing), so "
+    "an interrupted or expired upload resumes instead of starting over.",
+    response_model=UploadStatus,
+    responses=errors(401, 404),
+)
+async def get_upload_status(
+    service: Service, workspace: Workspace, traceset_id: str, base: BaseURL
+) -> Response:
+    status = await run_in_threadpool(service.upload_status, workspace, traceset_id, base)
+    return render.json_response(render.upload_status(status))
 
 
 @router.post(

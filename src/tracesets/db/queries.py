@@ -36,8 +36,15 @@ class ListFilter:
 
 
 def insert_traceset(
-    conn: Connection, *, workspace: str, traceset_id: str, request: UploadRequest, now: datetime
+    conn: Connection,
+    *,
+    workspace: str,
+    traceset_id: str,
+    request: UploadRequest,
+    uploads: Sequence[tuple[str | None, int | None]],
+    now: datetime,
 ) -> int:
+    """Insert a pending traceset; ``uploads`` is each file's (upload id, part size)."""
     seq: int = conn.execute(
         insert(tracesets)
         .values(
@@ -69,8 +76,12 @@ def insert_traceset(
                 "sha256_declared": spec.sha256,
                 "sha256": None,
                 "received": False,
+                "upload_id": upload_id,
+                "part_size": part_size,
             }
-            for idx, spec in enumerate(request.files)
+            for idx, (spec, (upload_id, part_size)) in enumerate(
+                zip(request.files, uploads, strict=True)
+            )
         ],
     )
     return seq
@@ -95,6 +106,8 @@ def _files_by_seq(conn: Connection, seqs: Sequence[int]) -> dict[int, list[Store
                 sha256_declared=row.sha256_declared,
                 sha256=row.sha256,
                 received=bool(row.received),
+                upload_id=row.upload_id,
+                part_size=row.part_size,
             )
         )
     return grouped
@@ -162,6 +175,27 @@ def mark_received(conn: Connection, *, seq: int, idx: int, sha256: str, now: dat
         .where(files.c.traceset_seq == seq, files.c.idx == idx)
         .values(received=True, sha256=sha256, received_at=now)
     )
+
+
+def set_upload(
+    conn: Connection, *, seq: int, idx: int, upload_id: str | None, part_size: int | None
+) -> None:
+    conn.execute(
+        update(files)
+        .where(files.c.traceset_seq == seq, files.c.idx == idx)
+        .values(upload_id=upload_id, part_size=part_size)
+    )
+
+
+def pending_before(conn: Connection, cutoff: datetime, limit: int) -> list[tuple[str, str]]:
+    """(workspace, id) of pending tracesets created before ``cutoff``, oldest first."""
+    rows = conn.execute(
+        select(tracesets.c.workspace, tracesets.c.id)
+        .where(tracesets.c.status == "pending", tracesets.c.created_at < cutoff)
+        .order_by(tracesets.c.created_at)
+        .limit(limit)
+    )
+    return [(row.workspace, row.id) for row in rows]
 
 
 def promote(conn: Connection, *, seq: int, workload_metadata: bytes | None, now: datetime) -> None:

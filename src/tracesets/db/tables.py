@@ -83,4 +83,6 @@ files = Table(
     Column("sha256", String(64), nullable=True),
     Column("received", Boolean, nullable=False, default=False),
     Column("received_at", DateTime(timezone=True), nullable=True),
+    Column("upload_id", String(1024), nullable=True),  # the store's multipart upload
+    Column("part_size", BigInteger, nullable=True),
 )

@@ -1,0 +1,79 @@
+"""What the service asks of a file store, whatever holds the bytes.
+
+Two stores implement it: ``LocalBlobStore`` (a folder; the service receives the bytes
+itself through its own signed URLs) and ``S3BlobStore`` (a bucket; clients send the
+bytes straight to presigned URLs and the service never sees them). One setting picks
+the store, and one test suite runs against both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class PartTarget:
+    """One part of a multipart upload: PUT exactly ``size`` bytes to ``url`` with ``headers``."""
+
+    part_number: int
+    url: str
+    size: int
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class UploadPlan:
+    """Where a file's bytes go: one PUT to ``url``, or one PUT per part of ``parts``.
+
+    ``upload_id`` names a multipart upload in the store; the service keeps it, so any
+    process can resume or finish the upload.
+    """
+
+    expires_at: datetime
+    url: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    upload_id: str | None = None
+    part_size: int | None = None
+    parts: list[PartTarget] | None = None
+
+
+class UploadIncomplete(Exception):
+    """The file's bytes are not all in the store, or not the declared ones; says which."""
+
+
+class BlobStore(Protocol):
+    def plan_upload(self, key: str, *, size: int, sha256: str | None, base_url: str) -> UploadPlan:
+        """Start an upload of ``size`` bytes as ``key`` and say where to send them."""
+        ...
+
+    def resume_upload(
+        self,
+        key: str,
+        *,
+        size: int,
+        sha256: str | None,
+        upload_id: str | None,
+        part_size: int | None,
+        base_url: str,
+    ) -> UploadPlan | None:
+        """Fresh URLs for what has not arrived yet (only the missing parts); None when whole."""
+        ...
+
+    def finish_upload(
+        self, key: str, *, size: int, sha256: str | None, upload_id: str | None
+    ) -> str:
+        """Check that ``key`` holds the declared bytes (size, and sha256 if given) and return
+        their sha256; raise UploadIncomplete naming what is missing or wrong."""
+        ...
+
+    def download_url(self, key: str, *, filename: str, base_url: str) -> str: ...
+
+    def abort_upload(self, key: str, upload_id: str) -> None:
+        """Drop a multipart upload's parts; nothing if it is already gone."""
+        ...
+
+    def delete_prefix(self, prefix: str) -> None:
+        """Remove every object of a traceset (everything under ``prefix/``)."""
+        ...

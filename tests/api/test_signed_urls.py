@@ -1,0 +1,95 @@
+"""The service's own signed URLs (files in its data folder): HMAC, expiry, byte checks.
+
+These run against a service that keeps files locally whatever the run's database, so
+they run in every configuration. With S3 the bucket checks its presigned URLs itself;
+the backend-neutral tests in test_upload.py cover what the service checks on complete.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import httpx
+
+from tests.flows import problems, put, request_urls, upload
+from tests.server import ServerProcess
+
+
+def test_put_with_wrong_byte_count_is_refused_and_nothing_kept(
+    local_server: ServerProcess, local_api: httpx.Client
+) -> None:
+    created = request_urls(local_api, {"a": b"12345"}, with_sha=False)
+    url = created["uploads"][0]["url"]
+    short = put(url, b"1234")
+    assert short.status_code == 400 and "4 bytes" in problems(short)[0]["message"]
+    long = put(url, b"123456")
+    assert long.status_code == 400
+    got = local_api.get(f"/api/v1/tracesets/{created['tracesetId']}").json()
+    assert got["files"][0]["received"] is False
+    assert local_api.post(f"/api/v1/tracesets/{created['tracesetId']}/complete").status_code == 409
+    assert not list((local_server.data_dir / "blobs").glob(f"{created['tracesetId']}/*"))
+    assert not list((local_server.data_dir / "tmp").iterdir()), "no partial file is left behind"
+
+
+def test_put_with_wrong_sha256_is_refused(local_api: httpx.Client) -> None:
+    created = request_urls(local_api, {"a": b"right"})
+    answer = put(created["uploads"][0]["url"], b"wrong")
+    assert answer.status_code == 400 and "sha256" in problems(answer)[0]["message"]
+    got = local_api.get(f"/api/v1/tracesets/{created['tracesetId']}").json()
+    assert got["files"][0]["received"] is False
+
+
+def test_other_bytes_after_complete_are_refused(local_api: httpx.Client) -> None:
+    created = request_urls(local_api, {"a": b"same"}, with_sha=False)
+    url = created["uploads"][0]["url"]
+    assert put(url, b"same").status_code == 200
+    assert local_api.post(f"/api/v1/tracesets/{created['tracesetId']}/complete").status_code == 200
+    assert put(url, b"same").status_code == 200, "the same bytes again are harmless"
+    assert put(url, b"diff").status_code == 400, "other bytes are refused"
+    path = f"/api/v1/tracesets/{created['tracesetId']}/files/a"
+    assert local_api.get(path, follow_redirects=True).content == b"same"
+
+
+def test_altered_signed_url_is_forbidden(local_api: httpx.Client) -> None:
+    created = request_urls(local_api, {"a": b"x", "b": b"y"})
+    url_a, url_b = (u["url"] for u in created["uploads"])
+    sig_a = url_a.split("signature=")[1]
+    tampered = url_a[:-1] + ("0" if url_a[-1] != "0" else "1")
+    assert put(tampered, b"x").status_code == 403
+    other_file = url_b.split("signature=")[0] + "signature=" + sig_a
+    assert put(other_file, b"y").status_code == 403, "a URL's signature is for its own file only"
+    later = url_a.replace("expires=", "expires=9")
+    assert put(later, b"x").status_code == 403, "the expiry is signed"
+    unsigned = url_a.split("?")[0]
+    assert put(unsigned, b"x").status_code == 403
+
+
+def test_expired_signed_url_is_forbidden(tmp_path: Path) -> None:
+    short = ServerProcess(
+        tmp_path / "svc", extra_env={"TRACESETS_UPLOAD_URL_TTL": "1"}, local_files=True
+    )
+    short.start()
+    try:
+        with httpx.Client(
+            base_url=short.url, headers={"Authorization": f"Bearer {short.token}"}
+        ) as api:
+            created = request_urls(api, {"a": b"x"})
+            time.sleep(2.2)
+            answer = put(created["uploads"][0]["url"], b"x")
+            assert answer.status_code == 403 and "expired" in problems(answer)[0]["message"]
+    finally:
+        short.stop()
+
+
+def test_signed_download_url_is_checked(local_api: httpx.Client) -> None:
+    data = os.urandom(300_000)
+    traceset = upload(local_api, {"ranks/rank0.json": data})
+    location = local_api.get(f"/api/v1/tracesets/{traceset['id']}/files/ranks/rank0.json").headers[
+        "location"
+    ]
+    assert "signature=" in location
+    assert httpx.get(location).content == data
+    assert httpx.get(location[:-1] + ("0" if location[-1] != "0" else "1")).status_code == 403
+    assert httpx.put(location, content=data).status_code == 403, "a download URL does not upload"
