@@ -6,7 +6,7 @@ DATA_DIR ?= ./tracesets-data
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: setup serve test lint typecheck pytest bench openapi clean
+.PHONY: setup serve test lint typecheck pytest pytest-scaled bench openapi clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,7 +19,7 @@ setup: $(BIN)/.installed
 serve: setup  ## set up, then run the service on SQLite and ./tracesets-data
 	$(BIN)/tracesets serve --host $(HOST) --port $(PORT) --data-dir $(DATA_DIR)
 
-test: setup lint typecheck pytest  ## set up, then every check and every test
+test: setup lint typecheck pytest pytest-scaled  ## set up, then every check and every test
 
 lint: setup
 	$(BIN)/ruff check .
@@ -28,8 +28,11 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy
 
-pytest: setup
+pytest: setup  ## every test, on the embedded defaults (SQLite + local files)
 	$(BIN)/pytest -q
+
+pytest-scaled: setup  ## the API suite again on PostgreSQL + S3 (started here, on loopback)
+	BIN=$(BIN) scripts/with-scaled-services $(BIN)/pytest -q tests/api
 
 bench: setup  ## figures and ratios, not pass/fail
 	$(BIN)/python bench/upload_url.py

@@ -162,7 +162,7 @@ class TracesetService:
                         if earlier is not None:
                             return earlier
                     now = _now()
-                    queries.insert_traceset(
+                    traceset = queries.insert_traceset(
                         conn,
                         workspace=workspace,
                         traceset_id=traceset_id,
@@ -179,10 +179,6 @@ class TracesetService:
                             traceset_id=traceset_id,
                             now=now,
                         )
-                    traceset = queries.get_traceset(
-                        conn, workspace=workspace, traceset_id=traceset_id
-                    )
-                    assert traceset is not None
                     return traceset
             except IntegrityError:
                 # Only the idempotency key can collide: the retry answers what the winner made.

@@ -21,7 +21,7 @@ from tracesets.transfers import LocalTransfers
 router = APIRouter(prefix=BLOB_ROUTE, tags=["signed URLs"])
 
 
-def get_transfers(request: Request) -> LocalTransfers:
+async def get_transfers(request: Request) -> LocalTransfers:
     """The local store's transfers; with S3 these URLs do not exist (clients use S3's)."""
     transfers: LocalTransfers | None = request.app.state.transfers
     if transfers is None:

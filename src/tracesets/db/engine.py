@@ -9,7 +9,8 @@ under concurrency, an immediate one simply waits its turn (``busy_timeout``).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+import threading
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,9 @@ class Database:
     def __init__(self, url: str) -> None:
         self.url = normalize_url(url)
         self.is_sqlite = self.url.startswith("sqlite")
+        self._write_lock: AbstractContextManager[object] = (
+            threading.Lock() if self.is_sqlite else nullcontext()
+        )
         if self.is_sqlite:
             self.engine = create_engine(self.url, pool_size=8, max_overflow=24, pool_timeout=60)
             _configure_sqlite(self.engine)
@@ -71,7 +75,14 @@ class Database:
 
     @contextmanager
     def write(self) -> Iterator[Connection]:
-        with self.engine.connect().execution_options(**{_WRITE: True}) as conn, conn.begin():
+        # SQLite has one writer at a time. Threads of this process queue on a lock:
+        # left to SQLite's busy handler they would sleep and poll, and throughput
+        # collapses under concurrency. Other processes still wait on busy_timeout.
+        with (
+            self._write_lock,
+            self.engine.connect().execution_options(**{_WRITE: True}) as conn,
+            conn.begin(),
+        ):
             yield conn
 
     def migrate(self) -> None:

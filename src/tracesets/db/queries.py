@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, delete, insert, select, update
+from sqlalchemy import Connection, Row, bindparam, delete, insert, select, update
 
 from tracesets.db.tables import files, idempotency_keys, tokens, tracesets
 from tracesets.records import Status, StoredFile, Traceset
@@ -35,6 +35,15 @@ class ListFilter:
     global_batch_size: int | None = None
 
 
+# Built once: a statement object is reusable, and building it per call is most of
+# the cost of a small insert.
+_INSERT_TRACESET = insert(tracesets).returning(tracesets.c.seq)
+_INSERT_FILES = insert(files)
+_WORKSPACE_OF_TOKEN = select(tokens.c.workspace).where(
+    tokens.c.token_hash == bindparam("token_hash"), tokens.c.revoked_at.is_(None)
+)
+
+
 def insert_traceset(
     conn: Connection,
     *,
@@ -43,48 +52,72 @@ def insert_traceset(
     request: UploadRequest,
     uploads: Sequence[tuple[str | None, int | None]],
     now: datetime,
-) -> int:
-    """Insert a pending traceset; ``uploads`` is each file's (upload id, part size)."""
+) -> Traceset:
+    """Insert a pending traceset; ``uploads`` is each file's (upload id, part size).
+
+    Returns the record as stored, built from what was inserted (no read back).
+    """
+    metadata = request.workload_metadata
     seq: int = conn.execute(
-        insert(tracesets)
-        .values(
-            id=traceset_id,
-            workspace=workspace,
-            name=request.name,
-            description=request.description,
-            status="pending",
-            created_at=now,
-            updated_at=now,
-            workload_metadata=(
-                request.workload_metadata.decode()
-                if request.workload_metadata is not None
-                else None
-            ),
-            rank_count=request.rank_count,
-        )
-        .returning(tracesets.c.seq)
+        _INSERT_TRACESET,
+        {
+            "id": traceset_id,
+            "workspace": workspace,
+            "name": request.name,
+            "description": request.description,
+            "status": "pending",
+            "created_at": now,
+            "updated_at": now,
+            "workload_metadata": metadata.decode() if metadata is not None else None,
+            "rank_count": request.rank_count,
+        },
     ).scalar_one()
+    stored = [
+        StoredFile(
+            idx=idx,
+            name=spec.name,
+            size=spec.size,
+            role=spec.role,
+            sha256_declared=spec.sha256,
+            sha256=None,
+            received=False,
+            upload_id=upload_id,
+            part_size=part_size,
+        )
+        for idx, (spec, (upload_id, part_size)) in enumerate(zip(request.files, uploads, strict=True))
+    ]
     conn.execute(
-        insert(files),
+        _INSERT_FILES,
         [
             {
                 "traceset_seq": seq,
-                "idx": idx,
-                "name": spec.name,
-                "size": spec.size,
-                "role": spec.role,
-                "sha256_declared": spec.sha256,
+                "idx": f.idx,
+                "name": f.name,
+                "size": f.size,
+                "role": f.role,
+                "sha256_declared": f.sha256_declared,
                 "sha256": None,
                 "received": False,
-                "upload_id": upload_id,
-                "part_size": part_size,
+                "upload_id": f.upload_id,
+                "part_size": f.part_size,
             }
-            for idx, (spec, (upload_id, part_size)) in enumerate(
-                zip(request.files, uploads, strict=True)
-            )
+            for f in stored
         ],
     )
-    return seq
+    return Traceset(
+        seq=seq,
+        id=traceset_id,
+        workspace=workspace,
+        name=request.name,
+        description=request.description,
+        status="pending",
+        created_at=now,
+        updated_at=now,
+        promoted_at=None,
+        workload_metadata=metadata,
+        rank_count=request.rank_count,
+        files=stored,
+    )
 
 
 def _files_by_seq(conn: Connection, seqs: Sequence[int]) -> dict[int, list[StoredFile]]:
@@ -224,9 +257,7 @@ def delete_traceset(conn: Connection, *, seq: int) -> None:
 
 def workspace_of_token(conn: Connection, token_hash: str) -> str | None:
     workspace: str | None = conn.execute(
-        select(tokens.c.workspace).where(
-            tokens.c.token_hash == token_hash, tokens.c.revoked_at.is_(None)
-        )
+        _WORKSPACE_OF_TOKEN, {"token_hash": token_hash}
     ).scalar_one_or_none()
     return workspace
 
