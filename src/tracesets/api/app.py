@@ -28,7 +28,6 @@ from tracesets.problems import (
 from tracesets.service import TracesetService
 from tracesets.settings import DEFAULT_WORKSPACE, Settings
 from tracesets.storage.local import LocalBlobStore
-from tracesets.storage.s3 import S3BlobStore
 from tracesets.storage.signing import URLSigner
 from tracesets.transfers import LocalTransfers
 
@@ -46,6 +45,8 @@ def build_service(settings: Settings) -> tuple[TracesetService, LocalTransfers |
     if settings.bootstrap_token is not None:
         tokens.ensure(db, settings.bootstrap_token, workspace=DEFAULT_WORKSPACE, name="bootstrap")
     if settings.storage_url is not None:
+        from tracesets.storage.s3 import S3BlobStore  # boto3 costs ~10 MB: only when used
+
         s3 = S3BlobStore(
             settings.storage_url,
             upload_ttl=settings.upload_url_ttl,
