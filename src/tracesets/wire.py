@@ -238,3 +238,7 @@ class ProblemDetails(BaseModel):
     status: int
     detail: str
     errors: list[ProblemItem]
+
+
+class Health(BaseModel):
+    status: Literal["ok"]

@@ -7,7 +7,6 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import timedelta
-from typing import Any
 
 from fastapi import FastAPI, Request, Response
 from fastapi.concurrency import run_in_threadpool
@@ -30,6 +29,7 @@ from tracesets.settings import DEFAULT_WORKSPACE, Settings
 from tracesets.storage.local import LocalBlobStore
 from tracesets.storage.signing import URLSigner
 from tracesets.transfers import LocalTransfers
+from tracesets.wire import Health
 
 log = logging.getLogger("tracesets")
 
@@ -145,8 +145,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(blobs.router)
 
     @app.get("/healthz", tags=["service"], summary="Liveness", operation_id="healthz")
-    async def healthz() -> dict[str, Any]:
-        return {"status": "ok"}
+    async def healthz() -> Health:
+        return Health(status="ok")
 
     _install_error_handlers(app)
     app.openapi = lambda: openapi.build(app)  # type: ignore[method-assign]

@@ -18,7 +18,7 @@ from tracesets.problems import NotFound, Problem
 from tracesets.storage.local import BLOB_ROUTE
 from tracesets.transfers import LocalTransfers
 
-router = APIRouter(prefix=BLOB_ROUTE, tags=["signed URLs"])
+router = APIRouter(prefix=BLOB_ROUTE, tags=["signed-urls"])
 
 
 async def get_transfers(request: Request) -> LocalTransfers:
