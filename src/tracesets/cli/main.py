@@ -1,127 +1,46 @@
-"""``tracesets``: run the service and manage its tokens (more commands join as they land)."""
+"""``tracesets``: upload, find, promote, download and delete tracesets; run the service.
+
+Twine's habit: every refusal is one ``ClientError``, which ``main`` prints as one line
+(then one line per problem: member, value, rule) and turns into exit code 1. Usage
+errors exit 2, as click's own do.
+"""
 
 from __future__ import annotations
 
-import os
 import sys
-from pathlib import Path
-from typing import Annotated
 
 import typer
-from rich.console import Console
 
-from tracesets import tokens
-from tracesets.db.engine import Database
-from tracesets.settings import DEFAULT_WORKSPACE, Settings, SettingsError
+from tracesets.cli import server, tracesets, upload
+from tracesets.cli.output import REFUSED, error_lines, warn
+from tracesets.client import ClientError
 
 app = typer.Typer(
     name="tracesets",
     help="Keep the traces of distributed ML training runs as tracesets.",
     no_args_is_help=True,
     add_completion=False,
+    pretty_exceptions_enable=False,
 )
 token_app = typer.Typer(help="Manage the bearer tokens of workspaces.", no_args_is_help=True)
+
+app.command("upload")(upload.upload)
+app.command("list")(tracesets.list_)
+app.command("show")(tracesets.show)
+app.command("promote")(tracesets.promote)
+app.command("download")(tracesets.download)
+app.command("delete")(tracesets.delete)
+app.command("serve")(server.serve)
 app.add_typer(token_app, name="token")
-
-err = Console(stderr=True)
-
-DataDir = Annotated[
-    Path | None,
-    typer.Option(
-        "--data-dir", help="Data folder (default: TRACESETS_DATA_DIR or ~/.local/share/tracesets)."
-    ),
-]
-
-
-def _settings(data_dir: Path | None) -> Settings:
-    try:
-        return Settings.from_env(data_dir=data_dir)
-    except SettingsError as exc:
-        err.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from None
-
-
-def _database(settings: Settings) -> Database:
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    db = Database(settings.database_url)
-    db.migrate()
-    return db
-
-
-def _banner(settings: Settings, host: str, port: int, token: str | None) -> str:
-    shown = "localhost" if host in ("0.0.0.0", "::", "127.0.0.1") else host
-    url = settings.public_url or f"http://{shown}:{port}"
-    lines = [f"Tracesets on {url}  (data: {settings.data_dir})"]
-    if token is not None:
-        lines += [
-            f"Token (shown once, keep it): {token}",
-            f"  export TRACESETS_URL={url} TRACESETS_TOKEN={token}",
-        ]
-    else:
-        lines += [
-            "Token: a bootstrap or earlier token; make another with",
-            "  tracesets token create --workspace default",
-        ]
-    lines += [
-        "Try it:",
-        f'  curl -s -H "Authorization: Bearer {token or "$TRACESETS_TOKEN"}" {url}/api/v1/tracesets',
-    ]
-    return "\n".join(lines)
-
-
-@app.command()
-def serve(
-    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
-    data_dir: DataDir = None,
-    workers: Annotated[
-        int, typer.Option(min=1, help="Service processes sharing the database.")
-    ] = 1,
-) -> None:
-    """Start the service (SQLite and a local folder unless DATABASE_URL says otherwise)."""
-    import uvicorn
-
-    settings = _settings(data_dir)
-    db = _database(settings)
-    token: str | None = None
-    if settings.bootstrap_token is not None:
-        tokens.ensure(db, settings.bootstrap_token, workspace=DEFAULT_WORKSPACE, name="bootstrap")
-        token = settings.bootstrap_token
-    elif not tokens.any_exist(db):
-        token = tokens.create(db, workspace=DEFAULT_WORKSPACE, name="first token")
-    db.dispose()
-    print(_banner(settings, host, port, token), flush=True)
-    os.environ["TRACESETS_DATA_DIR"] = str(settings.data_dir)
-    uvicorn.run(
-        "tracesets.api.app:create_app",
-        factory=True,
-        host=host,
-        port=port,
-        workers=workers,
-        log_level="info",
-        timeout_graceful_shutdown=30,
-    )
-
-
-@token_app.command("create")
-def token_create(
-    workspace: Annotated[
-        str, typer.Option(help="The workspace the token opens.")
-    ] = DEFAULT_WORKSPACE,
-    name: Annotated[str | None, typer.Option(help="A note to recognise the token by.")] = None,
-    data_dir: DataDir = None,
-) -> None:
-    """Print a new token for WORKSPACE (stored only as a hash: copy it now)."""
-    if not 1 <= len(workspace) <= 128:
-        err.print("[red]error:[/red] --workspace must be 1 to 128 characters")
-        raise typer.Exit(2)
-    db = _database(_settings(data_dir))
-    print(tokens.create(db, workspace=workspace, name=name))
-    db.dispose()
+token_app.command("create")(server.token_create)
 
 
 def main() -> None:
     try:
         app()
+    except ClientError as error:
+        for line in error_lines(error):
+            warn(line)
+        sys.exit(REFUSED)
     except KeyboardInterrupt:
         sys.exit(130)

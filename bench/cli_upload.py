@@ -1,0 +1,181 @@
+"""``tracesets upload`` of a directory against curl PUTs of the same bytes.
+
+A directory of 64 files of random bytes (1 GiB in all; 128 MiB with --quick) and the
+service (``tracesets serve``, one uvicorn worker) on loopback. Each run, alternating:
+
+- ``tracesets upload DIR --rank-count 64``, timed from start to exit: Python start-up,
+  reading and hashing every file once, upload-url, 8 PUTs at a time, complete;
+- curl: upload URLs requested (with the sha256 of each file) and complete called
+  outside the timing; timed are the 64 PUTs, sent by one ``curl --parallel
+  --parallel-max 8`` process, the same parallelism as the command's.
+
+Both send the same bytes to the same service, which checks each file's sha256 and
+fsyncs it before it answers. Between runs the traceset is deleted and the disk synced.
+The ratio is curl's time over the command's: 1.0 means the command is as fast as curl.
+
+    .venv/bin/python bench/cli_upload.py [--quick] [--runs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+import urllib.request
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any, Final
+
+from servers import LOOPBACK, VENV_BIN, debian_command, free_port, running, service_argv
+
+TOKEN: Final = "bench-token-" + "2" * 24
+FILES: Final = 64
+PARALLEL: Final = 8
+MB: Final = 1_000_000
+CHUNK: Final = 4 * 1024 * 1024
+
+
+def make_directory(root: Path, total: int) -> dict[str, str]:
+    """``FILES`` files of random bytes under ``root``; their sha256 by name."""
+    root.mkdir(parents=True)
+    size = total // FILES
+    digests = {}
+    for index in range(FILES):
+        name = f"rank{index:03d}.trace"
+        digest = hashlib.sha256()
+        with (root / name).open("wb") as out:
+            left = size
+            while left:
+                block = os.urandom(min(CHUNK, left))
+                digest.update(block)
+                out.write(block)
+                left -= len(block)
+        digests[name] = digest.hexdigest()
+    os.sync()
+    return digests
+
+
+class Service:
+    def __init__(self, port: int) -> None:
+        self.base = f"http://{LOOPBACK}:{port}"
+
+    def call(self, method: str, path: str, body: Any | None = None) -> Any:
+        data = None if body is None else json.dumps(body).encode()
+        headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+        request = urllib.request.Request(
+            f"{self.base}/api/v1/tracesets{path}", data=data, headers=headers, method=method
+        )
+        with urllib.request.urlopen(request, timeout=300) as answer:
+            text = answer.read()
+            return json.loads(text) if text else None
+
+
+def run_command(service: Service, directory: Path) -> float:
+    """Seconds ``tracesets upload DIR`` took, start to exit."""
+    env = {**os.environ, "TRACESETS_URL": service.base, "TRACESETS_TOKEN": TOKEN}
+    argv = [str(VENV_BIN / "tracesets"), "upload", str(directory), "--rank-count", "64", "--json"]
+    started = time.perf_counter()
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=1800, check=False)
+    took = time.perf_counter() - started
+    if done.returncode != 0:
+        raise RuntimeError(f"tracesets upload exited {done.returncode}: {done.stderr[-2000:]}")
+    traceset = json.loads(done.stdout)
+    if traceset["status"] != "ready" or len(traceset["files"]) != FILES:
+        raise RuntimeError(f"tracesets upload answered {traceset['status']}")
+    service.call("DELETE", f"/{traceset['id']}")
+    return took
+
+
+def run_curl(curl: str, service: Service, directory: Path, digests: dict[str, str]) -> float:
+    """Seconds one parallel curl took to PUT every file to its signed URL."""
+    files = [
+        {"name": name, "size": (directory / name).stat().st_size, "role": "primary", "sha256": sha}
+        for name, sha in digests.items()
+    ]
+    created = service.call(
+        "POST",
+        "/upload-url",
+        {"name": "curl", "files": files, "workloadMetadata": {"shape": {"rankCount": 64}}},
+    )
+    argv = [curl, "-sS", "--fail", "--parallel", "--parallel-max", str(PARALLEL), "-H", "Expect:"]
+    for target in created["uploads"]:
+        argv += ["-T", str(directory / target["name"]), "-o", "/dev/null", target["url"]]
+    started = time.perf_counter()
+    subprocess.run(argv, check=True, timeout=1800, capture_output=True)
+    took = time.perf_counter() - started
+    if service.call("POST", f"/{created['tracesetId']}/complete")["status"] != "ready":
+        raise RuntimeError("the service did not complete curl's traceset")
+    service.call("DELETE", f"/{created['tracesetId']}")
+    return took
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="tracesets upload of a directory vs curl PUTs")
+    parser.add_argument("--quick", action="store_true", help="128 MiB instead of 1 GiB")
+    parser.add_argument("--size-mib", type=int, help="total size in MiB")
+    parser.add_argument("--runs", type=int, default=3, help="runs of each (median is kept)")
+    parser.add_argument("--tmp-dir", type=Path, help="where the files and the service's data go")
+    args = parser.parse_args()
+    total = (args.size_mib or (128 if args.quick else 1024)) * 1024 * 1024
+    curl = shutil.which("curl") or debian_command("curl", "curl")
+    if curl is None:
+        raise SystemExit("curl is needed")
+
+    with (
+        tempfile.TemporaryDirectory(prefix="tracesets-bench-", dir=args.tmp_dir) as tmp,
+        ExitStack() as stack,
+    ):
+        workdir = Path(tmp)
+        directory = workdir / "traces"
+        print(
+            f"cli-upload: {FILES} files, {total / 2**20:,.0f} MiB of random bytes in {directory}",
+            flush=True,
+        )
+        digests = make_directory(directory, total)
+        port = free_port()
+        service = Service(port)
+        stack.enter_context(
+            running(
+                service_argv(port, workdir / "service"),
+                ready_url=f"{service.base}/healthz",
+                log=workdir / "service.log",
+                env={"TRACESETS_BOOTSTRAP_TOKEN": TOKEN},
+            )
+        )
+        run_command(service, directory)  # unmeasured: warms the page cache and the service
+        seconds: dict[str, list[float]] = {"tracesets": [], "curl": []}
+        for run in range(1, args.runs + 1):
+            for name, times in seconds.items():
+                os.sync()
+                took = (
+                    run_command(service, directory)
+                    if name == "tracesets"
+                    else run_curl(curl, service, directory, digests)
+                )
+                times.append(took)
+                print(
+                    f"  run {run}  {name:<9}  {took:6.2f} s  {total / took / MB:8.1f} MB/s",
+                    flush=True,
+                )
+
+    command = statistics.median(seconds["tracesets"])
+    baseline = statistics.median(seconds["curl"])
+    print(
+        f"tracesets upload  {command:6.2f} s  {total / command / MB:8.1f} MB/s (median; start-up, "
+        "sha256 of every file, upload-url, PUTs, complete)"
+    )
+    print(
+        f"curl --parallel   {baseline:6.2f} s  {total / baseline / MB:8.1f} MB/s (median; the "
+        f"PUTs only, {PARALLEL} at a time)"
+    )
+    print(f"ratio curl/tracesets: {baseline / command:.2f}  (1.0 = as fast as curl)")
+
+
+if __name__ == "__main__":
+    main()

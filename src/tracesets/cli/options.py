@@ -1,0 +1,31 @@
+"""Options every client command takes, and the client they make."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from tracesets.client import Client
+
+Url = Annotated[
+    str | None,
+    typer.Option(
+        "--url",
+        help="The service's base URL (default: TRACESETS_URL, else http://localhost:8000).",
+        show_default=False,
+    ),
+]
+Token = Annotated[
+    str | None,
+    typer.Option(
+        "--token",
+        help="Bearer token (default: TRACESETS_TOKEN, else SCALA_API_TOKEN).",
+        show_default=False,
+    ),
+]
+Json = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
+
+
+def client(url: str | None, token: str | None, *, concurrency: int = 8) -> Client:
+    return Client(url, token, concurrency=concurrency)

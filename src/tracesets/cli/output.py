@@ -1,0 +1,70 @@
+"""What the command line prints: results on stdout; errors, warnings and progress on stderr.
+
+Exit codes: 0 success, 1 refused by a rule or the service (or no answer), 2 usage.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Final, NoReturn
+
+import typer
+from rich.console import Console
+from rich.filesize import decimal
+
+from tracesets import jsontext
+from tracesets.client import ClientError
+
+REFUSED: Final = 1
+USAGE: Final = 2
+MAX_VALUE_CHARS: Final = 120
+
+#: Rich output (tables, bars) only; plain lines go through ``say``/``warn`` unstyled.
+stderr = Console(stderr=True, highlight=False)
+
+
+def say(text: str) -> None:
+    print(text, flush=True)
+
+
+def warn(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def size(count: int) -> str:
+    return decimal(count)
+
+
+def shown(value: Any) -> str:
+    """A problem's value as JSON, cut short when it is long."""
+    try:
+        text = jsontext.dumps(value).decode()
+    except (jsontext.JsonError, TypeError):
+        text = repr(value)
+    if len(text) > MAX_VALUE_CHARS:
+        text = text[: MAX_VALUE_CHARS - 1] + "…"
+    return text
+
+
+def error_lines(error: ClientError) -> list[str]:
+    """One line saying what happened, then one per problem: member, value given, rule."""
+    if not error.problems:
+        lines = [f"error: {error.detail}"]
+    elif not error.sent:
+        lines = ["error: refused by the upload rules; nothing was sent"]
+    else:
+        lines = [f"error: the service refused it ({error.status} {error.title or ''})".rstrip()]
+    for problem in error.problems:
+        where = f"{problem.member} = {shown(problem.value)}: " if problem.member else ""
+        lines.append(f"  {where}{problem.message}")
+    if error.traceset_id is not None:
+        lines.append(
+            f"The traceset {error.traceset_id} stays pending; the same command with "
+            f"--resume {error.traceset_id} sends only what has not arrived."
+        )
+    return lines
+
+
+def fail_usage(message: str) -> NoReturn:
+    warn(f"error: {message}")
+    raise typer.Exit(USAGE)

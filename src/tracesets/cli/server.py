@@ -1,0 +1,115 @@
+"""``tracesets serve`` and ``tracesets token create``: run the service, mint its tokens.
+
+The database and the web server are imported when these commands run, so the client
+commands start without them.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from tracesets.cli.output import fail_usage
+from tracesets.settings import DEFAULT_WORKSPACE, Settings, SettingsError
+
+if TYPE_CHECKING:
+    from tracesets.db.engine import Database
+
+DataDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--data-dir", help="Data folder (default: TRACESETS_DATA_DIR or ~/.local/share/tracesets)."
+    ),
+]
+
+
+def _settings(data_dir: Path | None) -> Settings:
+    try:
+        return Settings.from_env(data_dir=data_dir)
+    except SettingsError as exc:
+        fail_usage(str(exc))
+
+
+def _database(settings: Settings) -> Database:
+    from tracesets.db.engine import Database
+
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    db = Database(settings.database_url)
+    db.migrate()
+    return db
+
+
+def _banner(settings: Settings, host: str, port: int, token: str | None) -> str:
+    shown = "localhost" if host in ("0.0.0.0", "::", "127.0.0.1") else host
+    url = settings.public_url or f"http://{shown}:{port}"
+    lines = [f"Tracesets on {url}  (data: {settings.data_dir})"]
+    if token is not None:
+        lines += [
+            f"Token (shown once, keep it): {token}",
+            f"  export TRACESETS_URL={url} TRACESETS_TOKEN={token}",
+        ]
+    else:
+        lines += [
+            "Token: a bootstrap or earlier token; make another with",
+            "  tracesets token create --workspace default",
+        ]
+    lines += [
+        "Try it:",
+        f'  curl -s -H "Authorization: Bearer {token or "$TRACESETS_TOKEN"}" {url}/api/v1/tracesets',
+    ]
+    return "\n".join(lines)
+
+
+def serve(
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
+    data_dir: DataDir = None,
+    workers: Annotated[
+        int, typer.Option(min=1, help="Service processes sharing the database.")
+    ] = 1,
+) -> None:
+    """Start the service (SQLite and a local folder unless DATABASE_URL says otherwise)."""
+    import uvicorn
+
+    from tracesets import tokens
+
+    settings = _settings(data_dir)
+    db = _database(settings)
+    token: str | None = None
+    if settings.bootstrap_token is not None:
+        tokens.ensure(db, settings.bootstrap_token, workspace=DEFAULT_WORKSPACE, name="bootstrap")
+        token = settings.bootstrap_token
+    elif not tokens.any_exist(db):
+        token = tokens.create(db, workspace=DEFAULT_WORKSPACE, name="first token")
+    db.dispose()
+    print(_banner(settings, host, port, token), flush=True)
+    os.environ["TRACESETS_DATA_DIR"] = str(settings.data_dir)
+    uvicorn.run(
+        "tracesets.api.app:create_app",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level="info",
+        timeout_graceful_shutdown=30,
+    )
+
+
+def token_create(
+    workspace: Annotated[
+        str, typer.Option(help="The workspace the token opens.")
+    ] = DEFAULT_WORKSPACE,
+    name: Annotated[str | None, typer.Option(help="A note to recognise the token by.")] = None,
+    data_dir: DataDir = None,
+) -> None:
+    """Print a new token for WORKSPACE (stored only as a hash: copy it now)."""
+    from tracesets import tokens
+
+    if not 1 <= len(workspace) <= 128:
+        fail_usage("--workspace must be 1 to 128 characters")
+    db = _database(_settings(data_dir))
+    print(tokens.create(db, workspace=workspace, name=name))
+    db.dispose()

@@ -1,0 +1,243 @@
+"""``show``, ``list``, ``promote``, ``download``, ``delete``: one traceset or many."""
+
+from __future__ import annotations
+
+import json
+from itertools import islice
+from pathlib import Path, PurePosixPath
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from tracesets.cli import metadata, options
+from tracesets.cli.output import say, size, warn
+from tracesets.cli.progress import display
+from tracesets.cli.upload import summary
+from tracesets.client import ClientError, ProgressCallback, Traceset
+from tracesets.client.progress import ProgressCounter
+
+TracesetId = Annotated[str, typer.Argument(help="The traceset's id.", show_default=False)]
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def _timestamp(traceset: Traceset) -> str:
+    return traceset.createdAt.strftime("%Y-%m-%d %H:%M")
+
+
+def show(
+    traceset_id: TracesetId,
+    as_json: options.Json = False,
+    url: options.Url = None,
+    token: options.Token = None,
+) -> None:
+    """Print a traceset: its status, rank count, files and workload metadata."""
+    with options.client(url, token) as client:
+        traceset = client.get_traceset(traceset_id)
+    if as_json:
+        say(traceset.model_dump_json(indent=2))
+        return
+    say(summary(traceset))
+    say(
+        f"created {traceset.createdAt.isoformat()}"
+        + (f", promoted {traceset.promotedAt.isoformat()}" if traceset.promotedAt else "")
+    )
+    if traceset.description:
+        say(traceset.description)
+    for file in traceset.files:
+        arrived = "" if file.received else "  (not received)"
+        say(f"  {file.role:<10} {size(file.size):>10}  {file.name}{arrived}")
+    say("workloadMetadata: " + _json(traceset.workloadMetadata))
+
+
+def list_(
+    status: Annotated[
+        str | None, typer.Option(help="pending, ready or promoted.", show_default=False)
+    ] = None,
+    workload_family: Annotated[
+        str | None,
+        typer.Option(help="workloadMetadata.workload_family equals this.", show_default=False),
+    ] = None,
+    workload_name: Annotated[
+        str | None,
+        typer.Option(help="workloadMetadata.workload_name equals this.", show_default=False),
+    ] = None,
+    global_batch_size: Annotated[
+        int | None,
+        typer.Option(
+            help="workloadMetadata.shape.global_batch_size equals this.", show_default=False
+        ),
+    ] = None,
+    rank_count: Annotated[
+        int | None, typer.Option(help="The rank count equals this.", show_default=False)
+    ] = None,
+    limit: Annotated[
+        int, typer.Option(min=0, help="Show at most this many, newest first; 0 for all.")
+    ] = 50,
+    as_json: options.Json = False,
+    url: options.Url = None,
+    token: options.Token = None,
+) -> None:
+    """List tracesets, newest first: a table, or JSON with --json."""
+    with options.client(url, token) as client:
+        found = client.list_tracesets(
+            status=status,
+            workload_family=workload_family,
+            workload_name=workload_name,
+            global_batch_size=global_batch_size,
+            rank_count=rank_count,
+            page_size=limit + 1 if limit else 500,
+        )
+        items = list(islice(found, limit + 1) if limit else found)
+    more = bool(limit) and len(items) > limit
+    items = items[:limit] if limit else items
+    if as_json:
+        say(_json([t.model_dump(mode="json") for t in items]))
+    else:
+        _table(items)
+    if more:
+        warn(f"(the newest {limit}; --limit 0 shows all)")
+
+
+def _table(items: list[Traceset]) -> None:
+    out = Console(highlight=False)
+    if not out.is_terminal:
+        out = Console(highlight=False, width=max(out.width, 200))
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for column in ("ID", "NAME", "STATUS", "RANKS", "FILES", "SIZE", "CREATED"):
+        table.add_column(
+            column,
+            no_wrap=column != "NAME",
+            justify="right" if column in ("RANKS", "FILES", "SIZE") else "left",
+        )
+    for t in items:
+        table.add_row(
+            t.id,
+            t.name,
+            t.status,
+            "" if t.rankCountDerived is None else str(t.rankCountDerived),
+            str(len(t.files)),
+            size(sum(f.size for f in t.files)),
+            _timestamp(t),
+        )
+    if items:
+        out.print(table, markup=False)
+    else:
+        warn("no tracesets")
+
+
+def promote(
+    traceset_id: TracesetId,
+    metadata_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--metadata",
+            exists=True,
+            dir_okay=False,
+            help="A JSON file holding the new workloadMetadata.",
+            show_default=False,
+        ),
+    ] = None,
+    sets: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            metavar="KEY=VALUE",
+            help="Change a member of the metadata (the file's, else the stored one). Repeatable.",
+            show_default=False,
+        ),
+    ] = None,
+    as_json: options.Json = False,
+    url: options.Url = None,
+    token: options.Token = None,
+) -> None:
+    """Promote a ready traceset, checking its metadata (or the new metadata given)."""
+    with options.client(url, token) as client:
+        new: Any = None
+        if metadata_file is not None:
+            new = metadata.read_file(metadata_file)
+        elif sets:
+            new = client.get_traceset(traceset_id).workloadMetadata
+        new = metadata.build(new, sets=sets or ())
+        promoted = client.promote_traceset(traceset_id, new)
+    for warning in promoted.warnings:
+        warn(f"warning: {warning}")
+    say(promoted.model_dump_json(indent=2) if as_json else summary(promoted))
+
+
+def download(
+    traceset_id: TracesetId,
+    names: Annotated[
+        list[str] | None,
+        typer.Argument(help="Files to download (default: all).", show_default=False),
+    ] = None,
+    dest: Annotated[
+        Path,
+        typer.Option(
+            "--dest",
+            "-d",
+            file_okay=False,
+            help="Folder to save into; files keep their relative paths.",
+        ),
+    ] = Path("."),
+    url: options.Url = None,
+    token: options.Token = None,
+) -> None:
+    """Download a traceset's files (each checked against its sha256)."""
+    with options.client(url, token) as client:
+        traceset = client.get_traceset(traceset_id)
+        chosen = [f for f in traceset.files if not names or f.name in names]
+        missing = sorted(set(names or ()) - {f.name for f in chosen})
+        if missing:
+            raise ClientError(f"The traceset {traceset_id} has no file {missing[0]!r}")
+        total = sum(f.size for f in chosen)
+        with display("downloading", "downloaded", len(chosen), total, hashing=False) as shown:
+            counter = ProgressCounter(total, shown.moved)
+            counter.start()
+            for file in chosen:
+                client.download(
+                    traceset_id,
+                    file.name,
+                    _inside(dest, file.name),
+                    sha256=file.sha256,
+                    progress=_adding(counter),
+                )
+    for file in chosen:
+        say(str(_inside(dest, file.name)))
+
+
+def _inside(dest: Path, name: str) -> Path:
+    relative = PurePosixPath(name)
+    if relative.is_absolute() or ".." in relative.parts:
+        raise ClientError(f"Refusing to save {name!r} outside {dest}")
+    return dest.joinpath(*relative.parts)
+
+
+def _adding(counter: ProgressCounter) -> ProgressCallback:
+    """One file's progress, added to the whole download's."""
+    last = 0
+
+    def moved(done: int, total: int) -> None:
+        nonlocal last
+        counter.add(done - last)
+        last = done
+
+    return moved
+
+
+def delete(
+    traceset_ids: Annotated[
+        list[str], typer.Argument(help="The tracesets' ids.", show_default=False)
+    ],
+    url: options.Url = None,
+    token: options.Token = None,
+) -> None:
+    """Delete tracesets and their files."""
+    with options.client(url, token) as client:
+        for traceset_id in traceset_ids:
+            client.delete_traceset(traceset_id)
+            say(f"deleted {traceset_id}")

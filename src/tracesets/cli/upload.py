@@ -1,0 +1,183 @@
+"""``tracesets upload``: files or folders → one traceset, checked locally first."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from tracesets.cli import metadata, options
+from tracesets.cli.output import say, size
+from tracesets.cli.progress import display
+from tracesets.client import Traceset, protocol
+from tracesets.client.files import collect, total_size
+
+
+def upload(
+    paths: Annotated[
+        list[Path],
+        typer.Argument(
+            metavar="PATH...",
+            exists=True,
+            help="Files, or folders standing for every file under them.",
+            show_default=False,
+        ),
+    ],
+    name: Annotated[
+        str | None,
+        typer.Option(
+            "--name",
+            "-n",
+            help="The traceset's name (default: the first PATH's name).",
+            show_default=False,
+        ),
+    ] = None,
+    description: Annotated[str | None, typer.Option(help="Free text.", show_default=False)] = None,
+    rank_count: Annotated[
+        int | None,
+        typer.Option(
+            "--rank-count", help="shape.rankCount: the total rank count.", show_default=False
+        ),
+    ] = None,
+    dp: Annotated[
+        int | None,
+        typer.Option("--dp", help="parallelism.dp: data parallelism.", show_default=False),
+    ] = None,
+    tp: Annotated[
+        int | None,
+        typer.Option("--tp", help="parallelism.tp: tensor parallelism.", show_default=False),
+    ] = None,
+    sp: Annotated[
+        int | None,
+        typer.Option("--sp", help="parallelism.sp: sequence parallelism.", show_default=False),
+    ] = None,
+    ep: Annotated[
+        int | None,
+        typer.Option("--ep", help="parallelism.ep: expert parallelism.", show_default=False),
+    ] = None,
+    pp: Annotated[
+        int | None,
+        typer.Option("--pp", help="parallelism.pp: pipeline parallelism.", show_default=False),
+    ] = None,
+    cp: Annotated[
+        int | None,
+        typer.Option(
+            "--cp", help="parallelism.cp: context parallelism (not a factor).", show_default=False
+        ),
+    ] = None,
+    fsdp: Annotated[
+        int | None,
+        typer.Option(
+            "--fsdp", help="parallelism.fsdp: FSDP degree (not a factor).", show_default=False
+        ),
+    ] = None,
+    sets: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            metavar="KEY=VALUE",
+            help="Set a metadata member, e.g. shape.global_batch_size=512 or workload_family=gpt "
+            "(JSON if it parses as JSON, else a string). Repeatable.",
+            show_default=False,
+        ),
+    ] = None,
+    metadata_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--metadata",
+            metavar="FILE",
+            exists=True,
+            dir_okay=False,
+            help="A JSON file holding workloadMetadata.",
+            show_default=False,
+        ),
+    ] = None,
+    supporting: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--supporting",
+            metavar="PATH",
+            exists=True,
+            help="Supporting files or folders (logs, configs); inside a PATH folder they keep their "
+            "name there. Repeatable.",
+            show_default=False,
+        ),
+    ] = None,
+    resume: Annotated[
+        str | None,
+        typer.Option(
+            "--resume",
+            metavar="TRACESET_ID",
+            help="Finish an interrupted upload of the same PATHs: send only what has not arrived.",
+            show_default=False,
+        ),
+    ] = None,
+    concurrency: Annotated[int, typer.Option(min=1, max=64, help="PUTs at once.")] = 8,
+    as_json: options.Json = False,
+    url: options.Url = None,
+    token: options.Token = None,
+) -> None:
+    """Upload files or folders as one traceset, with a progress bar; print the traceset.
+
+    The request is checked with the service's own rules before anything is sent.
+    """
+    base = metadata.read_file(metadata_file) if metadata_file is not None else None
+    workload_metadata = metadata.build(
+        base,
+        rank_count=rank_count,
+        degrees={"dp": dp, "tp": tp, "sp": sp, "ep": ep, "pp": pp, "cp": cp, "fsdp": fsdp},
+        sets=sets or (),
+    )
+    name = name or paths[0].resolve().name
+    files = collect(paths, supporting or ())
+    if resume is None:
+        # The very same rules as the service, before a byte is read or a request sent.
+        protocol.upload_url_body(
+            name=name,
+            files=[f.spec() for f in files],
+            workload_metadata=workload_metadata,
+            description=description,
+        )
+    verb = "uploading" if resume is None else "resuming"
+    with (
+        options.client(url, token, concurrency=concurrency) as client,
+        display(verb, "uploaded", len(files), total_size(files), hashing=True) as shown,
+    ):
+        if resume is not None:
+            traceset = client.resume_upload(
+                resume,
+                paths,
+                supporting=supporting or (),
+                progress=shown.moved,
+                hash_progress=shown.hashed,
+            )
+        else:
+            traceset = client.upload(
+                paths,
+                name=name,
+                workload_metadata=workload_metadata,
+                description=description,
+                supporting=supporting or (),
+                progress=shown.moved,
+                hash_progress=shown.hashed,
+            )
+    if as_json:
+        say(traceset.model_dump_json(indent=2))
+    else:
+        say(summary(traceset))
+
+
+def summary(traceset: Traceset) -> str:
+    files = len(traceset.files)
+    ranks = (
+        "no rank count"
+        if traceset.rankCountDerived is None
+        else f"{traceset.rankCountDerived} ranks"
+    )
+    total = size(sum(f.size for f in traceset.files))
+    return (
+        f"{traceset.id}  {json.dumps(traceset.name, ensure_ascii=False)}  {traceset.status}, "
+        f"{files} file{'' if files == 1 else 's'}, {total}, {ranks}"
+    )

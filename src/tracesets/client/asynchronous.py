@@ -1,0 +1,398 @@
+"""``AsyncClient``: ``Client``'s twin for asyncio, the same methods awaited.
+
+Files are read and hashed on worker threads, so the event loop never waits on the disk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self, TypeVar
+
+import httpx
+
+from tracesets.client import connection, protocol
+from tracesets.client.errors import ClientError
+from tracesets.client.files import (
+    Download,
+    LocalFile,
+    PathLike,
+    Put,
+    check_digests,
+    collect,
+    download_target,
+    plan,
+    read_range,
+    sha256_of,
+    still_to_send,
+    total_size,
+)
+from tracesets.client.models import (
+    PromotedTraceset,
+    Traceset,
+    TracesetList,
+    UploadStatus,
+    UploadTarget,
+    UploadUrlResponse,
+)
+from tracesets.client.progress import ProgressCallback, ProgressCounter
+from tracesets.client.retry import RetryPolicy
+from tracesets.client.sync import USER_AGENT
+
+T = TypeVar("T")
+
+
+class AsyncClient:
+    """An asyncio client of one Tracesets service; see ``Client`` for every method."""
+
+    def __init__(
+        self,
+        url: str | None = None,
+        token: str | None = None,
+        *,
+        timeout: float = 60.0,
+        concurrency: int = 8,
+        retry: RetryPolicy | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        self.url = connection.base_url(url)
+        self.concurrency = concurrency
+        self.retry = retry or RetryPolicy()
+        self._token = connection.token(token)
+        self._http = httpx.AsyncClient(
+            base_url=self.url,
+            transport=transport,
+            timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
+            limits=httpx.Limits(max_connections=concurrency + 2),
+            headers={"User-Agent": USER_AGENT},
+        )
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def _send(
+        self,
+        build: Callable[[], httpx.Request],
+        what: str,
+        *,
+        rewind: Callable[[], None] | None = None,
+        stream: bool = False,
+    ) -> httpx.Response:
+        attempt = 0
+        while True:
+            outcome: httpx.Response | Exception
+            try:
+                outcome = await self._http.send(build(), stream=stream)
+            except httpx.TransportError as exc:
+                outcome = exc
+            last = attempt >= self.retry.retries or not self.retry.retryable(outcome)
+            if isinstance(outcome, httpx.Response) and last:
+                return outcome
+            if rewind is not None:
+                rewind()
+            if isinstance(outcome, httpx.Response):
+                await outcome.aclose()
+            elif last:
+                raise ClientError.no_answer(what, outcome) from outcome
+            await asyncio.sleep(self.retry.delay(attempt, outcome))
+            attempt += 1
+
+    async def _call(
+        self,
+        method: str,
+        path: str,
+        what: str,
+        *,
+        body: Any = None,
+        params: dict[str, str | int] | None = None,
+        headers: dict[str, str] | None = None,
+        expect: int = 200,
+    ) -> httpx.Response:
+        sent = {**connection.auth_headers(self._token), **protocol.headers(body), **(headers or {})}
+        content = None if body is None else protocol.encode(body)
+        response = await self._send(
+            lambda: self._http.build_request(
+                method, path, content=content, params=params, headers=sent
+            ),
+            what,
+        )
+        if response.status_code != expect:
+            raise ClientError.from_response(response, what)
+        return response
+
+    async def request_upload_urls(
+        self,
+        *,
+        name: str,
+        files: Sequence[protocol.FileEntry],
+        workload_metadata: protocol.Metadata | None = None,
+        description: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> UploadUrlResponse:
+        body = protocol.upload_url_body(
+            name=name, files=files, workload_metadata=workload_metadata, description=description
+        )
+        key = idempotency_key or str(uuid.uuid4())
+        response = await self._call(
+            "POST",
+            f"{protocol.TRACESETS}/upload-url",
+            "upload-url",
+            body=body,
+            headers={"Idempotency-Key": key},
+            expect=201,
+        )
+        return protocol.parse(UploadUrlResponse, response, "upload-url")
+
+    async def upload(
+        self,
+        paths: PathLike | Iterable[PathLike],
+        *,
+        name: str,
+        workload_metadata: protocol.Metadata | None = None,
+        description: str | None = None,
+        supporting: PathLike | Iterable[PathLike] = (),
+        progress: ProgressCallback | None = None,
+        hash_progress: ProgressCallback | None = None,
+    ) -> Traceset:
+        files = collect(paths, supporting)
+        protocol.upload_url_body(
+            name=name,
+            files=[f.spec() for f in files],
+            workload_metadata=workload_metadata,
+            description=description,
+        )
+        files = await self._hash(files, hash_progress)
+        created = await self.request_upload_urls(
+            name=name,
+            files=[f.spec() for f in files],
+            workload_metadata=workload_metadata,
+            description=description,
+        )
+        return await self._send_files(created.tracesetId, files, created.uploads, progress)
+
+    async def upload_status(self, traceset_id: str) -> UploadStatus:
+        response = await self._call(
+            "GET", protocol.traceset_path(traceset_id, "uploads"), "uploads"
+        )
+        return protocol.parse(UploadStatus, response, "uploads")
+
+    async def resume_upload(
+        self,
+        traceset_id: str,
+        paths: PathLike | Iterable[PathLike],
+        *,
+        supporting: PathLike | Iterable[PathLike] = (),
+        progress: ProgressCallback | None = None,
+        hash_progress: ProgressCallback | None = None,
+    ) -> Traceset:
+        files = collect(paths, supporting)
+        status = await self.upload_status(traceset_id)
+        if status.status != "pending":
+            return await self.get_traceset(traceset_id)
+        traceset = await self.get_traceset(traceset_id)
+        wanted = await self._hash(still_to_send(files, traceset, status), hash_progress)
+        check_digests(wanted, traceset)
+        return await self._send_files(traceset_id, wanted, status.uploads, progress)
+
+    async def _send_files(
+        self,
+        traceset_id: str,
+        files: list[LocalFile],
+        uploads: list[UploadTarget],
+        progress: ProgressCallback | None,
+    ) -> Traceset:
+        try:
+            puts = plan(files, uploads)
+            counter = ProgressCounter(sum(p.length for p in puts), progress)
+            counter.start()
+            await self._put_all(puts, counter)
+            return await self.complete(traceset_id)
+        except ClientError as error:
+            error.traceset_id = traceset_id
+            raise
+
+    async def complete(self, traceset_id: str) -> Traceset:
+        response = await self._call(
+            "POST", protocol.traceset_path(traceset_id, "complete"), "complete"
+        )
+        return protocol.parse(Traceset, response, "complete")
+
+    async def get_traceset(self, traceset_id: str) -> Traceset:
+        response = await self._call("GET", protocol.traceset_path(traceset_id), "get traceset")
+        return protocol.parse(Traceset, response, "get traceset")
+
+    async def list_tracesets(
+        self,
+        *,
+        status: str | None = None,
+        rank_count: int | None = None,
+        workload_family: str | None = None,
+        workload_name: str | None = None,
+        global_batch_size: int | None = None,
+        page_size: int = 100,
+    ) -> AsyncIterator[Traceset]:
+        params = protocol.list_params(
+            status=status,
+            rank_count=rank_count,
+            workload_family=workload_family,
+            workload_name=workload_name,
+            global_batch_size=global_batch_size,
+            page_size=page_size,
+        )
+        while True:
+            response = await self._call("GET", protocol.TRACESETS, "list tracesets", params=params)
+            page = protocol.parse(TracesetList, response, "list tracesets")
+            for item in page.items:
+                yield item
+            if page.nextCursor is None:
+                return
+            params = {**params, "cursor": page.nextCursor}
+
+    async def promote_traceset(
+        self, traceset_id: str, workload_metadata: protocol.Metadata | None = None
+    ) -> PromotedTraceset:
+        response = await self._call(
+            "POST",
+            protocol.traceset_path(traceset_id, "promote"),
+            "promote",
+            body=protocol.promote_body(workload_metadata),
+        )
+        return protocol.parse(PromotedTraceset, response, "promote")
+
+    async def download(
+        self,
+        traceset_id: str,
+        name: str,
+        dest: PathLike = ".",
+        *,
+        sha256: str | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> Path:
+        what = f"download {name}"
+        found = await self._call("GET", protocol.file_path(traceset_id, name), what, expect=307)
+        location = found.url.join(found.headers["location"])
+        target = download_target(dest, name)
+        for attempt in range(self.retry.retries + 1):
+            response = await self._send(
+                lambda: self._http.build_request("GET", location), what, stream=True
+            )
+            sink = Download(target, sha256)
+            try:
+                if response.status_code != 200:
+                    await response.aread()
+                    raise ClientError.from_response(response, what)
+                counter = ProgressCounter(int(response.headers.get("content-length", 0)), progress)
+                counter.start()
+                async for chunk in response.aiter_bytes():
+                    await asyncio.to_thread(sink.write, chunk)
+                    counter.add(len(chunk))
+                return await asyncio.to_thread(sink.finish)
+            except httpx.TransportError as exc:
+                sink.discard()
+                if attempt == self.retry.retries:
+                    raise ClientError.no_answer(what, exc) from exc
+                await asyncio.sleep(self.retry.delay(attempt, exc))
+            except BaseException:
+                sink.discard()
+                raise
+            finally:
+                await response.aclose()
+        raise AssertionError("unreachable")
+
+    async def delete_traceset(self, traceset_id: str) -> None:
+        await self._call("DELETE", protocol.traceset_path(traceset_id), "delete", expect=204)
+
+    async def _hash(
+        self, files: list[LocalFile], progress: ProgressCallback | None
+    ) -> list[LocalFile]:
+        counter = ProgressCounter(total_size(files), progress)
+        counter.start()
+        limit = asyncio.Semaphore(self.concurrency)
+
+        async def one(file: LocalFile) -> LocalFile:
+            async with limit:
+                digest = await asyncio.to_thread(sha256_of, file.path, counter.add)
+            return replace(file, sha256=digest)
+
+        return await _all_or_none([one(f) for f in files])
+
+    async def _put_all(self, puts: list[Put], counter: ProgressCounter) -> None:
+        """As ``Client``'s: after a failure no new PUT starts; those in flight finish."""
+        limit = asyncio.Semaphore(self.concurrency)
+        failed = False
+
+        async def one(put: Put) -> None:
+            nonlocal failed
+            async with limit:
+                if failed:
+                    return
+                try:
+                    await self._put(put, counter)
+                except BaseException:
+                    failed = True
+                    raise
+
+        outcomes = await asyncio.gather(*(one(put) for put in puts), return_exceptions=True)
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
+
+    async def _put(self, put: Put, counter: ProgressCounter) -> None:
+        sent = 0
+
+        async def body() -> AsyncIterator[bytes]:
+            nonlocal sent
+            chunks = read_range(put.file.path, put.offset, put.length)
+            while (chunk := await asyncio.to_thread(next, chunks, b"")) != b"":
+                sent += len(chunk)
+                counter.add(len(chunk))
+                yield chunk
+
+        def rewind() -> None:
+            nonlocal sent
+            counter.add(-sent)
+            sent = 0
+
+        headers = {**put.headers, "Content-Length": str(put.length)}
+        what = f"PUT {put.label}"
+        response = await self._send(
+            lambda: self._http.build_request("PUT", put.url, content=body(), headers=headers),
+            what,
+            rewind=rewind,
+        )
+        if not response.is_success:
+            raise ClientError.from_response(response, what)
+
+
+async def _all_or_none(jobs: list[Awaitable[T]]) -> list[T]:
+    """Every job's result in order; on the first failure the others are cancelled."""
+    if not jobs:
+        return []
+    tasks = [asyncio.ensure_future(job) for job in jobs]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    for task in tasks:
+        if not task.cancelled() and (error := task.exception()) is not None:
+            raise error
+    return [task.result() for task in tasks]

@@ -1,0 +1,240 @@
+"""Local files to upload: which ones, under which names, their digests, and their PUTs.
+
+A directory stands for every file under it, named by its path relative to the directory
+with ``/`` between folders; a file stands for itself, named by its file name. Supporting
+paths that lie inside a primary directory keep their name there and become supporting.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Final
+
+from tracesets.client.errors import ClientError
+from tracesets.client.models import Traceset, UploadStatus, UploadTarget
+from tracesets.uploadrequest import Role
+
+CHUNK: Final = 1024 * 1024
+
+PathLike = str | os.PathLike[str]
+
+
+@dataclass(frozen=True, slots=True)
+class LocalFile:
+    path: Path
+    name: str
+    size: int
+    role: Role
+    sha256: str | None = None
+
+    def spec(self) -> dict[str, Any]:
+        """The file's entry in an upload-url request."""
+        entry: dict[str, Any] = {"name": self.name, "size": self.size, "role": self.role}
+        if self.sha256 is not None:
+            entry["sha256"] = self.sha256
+        return entry
+
+
+@dataclass(frozen=True, slots=True)
+class Put:
+    """One PUT: a byte range of a local file to a signed URL, with the headers to send."""
+
+    file: LocalFile
+    url: str
+    headers: dict[str, str]
+    offset: int
+    length: int
+    label: str
+
+
+def as_paths(paths: PathLike | Iterable[PathLike]) -> list[Path]:
+    if isinstance(paths, str | os.PathLike):
+        return [Path(paths)]
+    return [Path(p) for p in paths]
+
+
+def _walk(root: Path) -> Iterator[tuple[Path, str]]:
+    if root.is_file():
+        yield root, root.name
+        return
+    if not root.is_dir():
+        raise ClientError(f"{root}: no such file or directory", sent=False)
+    found = []
+    for folder, dirs, names in os.walk(root, onerror=_unreadable):
+        dirs.sort()
+        for name in names:
+            path = Path(folder, name)
+            if path.is_file():  # follows symlinks; skips sockets, fifos and broken links
+                found.append((path, path.relative_to(root).as_posix()))
+    yield from sorted(found, key=lambda item: item[1])
+
+
+def _unreadable(error: OSError) -> None:
+    raise ClientError(f"{error.filename}: {error.strerror}", sent=False)
+
+
+def collect(
+    paths: PathLike | Iterable[PathLike], supporting: PathLike | Iterable[PathLike] = ()
+) -> list[LocalFile]:
+    """The files to upload, primary first, in name order within each path given."""
+    chosen: dict[Path, LocalFile] = {}
+    groups: list[tuple[Role, list[Path]]] = [
+        ("primary", as_paths(paths)),
+        ("supporting", as_paths(supporting)),
+    ]
+    for role, roots in groups:
+        for root in roots:
+            for path, name in _walk(root):
+                key = path.resolve()
+                earlier = chosen.get(key)
+                if earlier is not None:
+                    chosen[key] = replace(earlier, role=role)
+                else:
+                    chosen[key] = LocalFile(path, name, path.stat().st_size, role)
+    return list(chosen.values())
+
+
+def sha256_of(path: Path, on_bytes: Callable[[int], None] | None = None) -> str:
+    digest = hashlib.sha256()
+    try:
+        with path.open("rb", buffering=0) as source:
+            while chunk := source.read(CHUNK):
+                digest.update(chunk)
+                if on_bytes is not None:
+                    on_bytes(len(chunk))
+    except OSError as exc:
+        raise ClientError(f"{path}: {exc.strerror or exc}", sent=False) from None
+    return digest.hexdigest()
+
+
+def read_range(path: Path, offset: int, length: int) -> Iterator[bytes]:
+    """The bytes of ``path`` from ``offset``, ``length`` of them, a chunk at a time."""
+    with path.open("rb", buffering=0) as source:
+        source.seek(offset)
+        left = length
+        while left:
+            chunk = source.read(min(CHUNK, left))
+            if not chunk:
+                raise ClientError(f"{path} became shorter while it was being uploaded", sent=False)
+            left -= len(chunk)
+            yield chunk
+
+
+def plan(files: Sequence[LocalFile], uploads: Sequence[UploadTarget]) -> list[Put]:
+    """Every PUT the upload needs: one per file, or one per part of a multipart upload."""
+    by_name = {f.name: f for f in files}
+    puts: list[Put] = []
+    for target in uploads:
+        file = by_name.get(target.name)
+        if file is None:
+            raise ClientError(
+                f"The service answered an upload URL for {target.name!r}, not asked for"
+            )
+        if target.parts:
+            part_size = target.partSize or 0
+            for part in target.parts:
+                offset = (part.partNumber - 1) * part_size
+                if offset + part.size > file.size:
+                    raise ClientError(f"Part {part.partNumber} of {file.name} ends past its size")
+                puts.append(
+                    Put(
+                        file,
+                        part.url,
+                        part.headers,
+                        offset,
+                        part.size,
+                        f"{file.name} part {part.partNumber}",
+                    )
+                )
+        elif target.url is not None:
+            puts.append(Put(file, target.url, target.headers, 0, file.size, file.name))
+        else:
+            raise ClientError(f"The service answered no upload URL for {target.name!r}")
+    # Largest first, so one big file does not start last and finish alone.
+    puts.sort(key=lambda put: put.length, reverse=True)
+    return puts
+
+
+def still_to_send(
+    files: Sequence[LocalFile], traceset: Traceset, status: UploadStatus
+) -> list[LocalFile]:
+    """The local files an interrupted upload still needs, each the size the traceset declared."""
+    local = {f.name: f for f in files}
+    declared = {f.name: f for f in traceset.files}
+    wanted = []
+    for target in status.uploads:
+        file = local.get(target.name)
+        if file is None:
+            raise ClientError(
+                f"{target.name} has not arrived, and is not among the files given", sent=False
+            )
+        if target.name in declared and file.size != declared[target.name].size:
+            raise ClientError(
+                f"{file.path} holds {file.size:,} bytes; the traceset declared "
+                f"{declared[target.name].size:,} for {file.name}",
+                sent=False,
+            )
+        wanted.append(file)
+    return wanted
+
+
+def check_digests(files: Sequence[LocalFile], traceset: Traceset) -> None:
+    declared = {f.name: f.sha256 for f in traceset.files}
+    for file in files:
+        expected = declared.get(file.name)
+        if expected is not None and file.sha256 != expected:
+            raise ClientError(
+                f"{file.path} is not the file the traceset declared for {file.name}: its sha256 "
+                f"is {file.sha256}, not {expected}",
+                sent=False,
+            )
+
+
+def total_size(files: Iterable[LocalFile]) -> int:
+    return sum(f.size for f in files)
+
+
+def download_target(dest: PathLike, name: str) -> Path:
+    """Where a download goes: into ``dest`` if it is a folder (by file name), else ``dest``."""
+    path = Path(dest)
+    if path.is_dir():
+        return path / name.rsplit("/", 1)[-1]
+    return path
+
+
+class Download:
+    """Bytes written beside their target, checked, then renamed into place: never half a file."""
+
+    def __init__(self, target: Path, sha256: str | None) -> None:
+        self.target = target
+        self.expected = sha256
+        self.partial = target.with_name(f".{target.name}.{os.getpid()}.part")
+        self.digest = hashlib.sha256()
+        self.size = 0
+        target.parent.mkdir(parents=True, exist_ok=True)
+        self._out = self.partial.open("wb")
+
+    def write(self, chunk: bytes) -> None:
+        self._out.write(chunk)
+        self.digest.update(chunk)
+        self.size += len(chunk)
+
+    def finish(self) -> Path:
+        self._out.close()
+        got = self.digest.hexdigest()
+        if self.expected is not None and got != self.expected:
+            self.discard()
+            raise ClientError(
+                f"{self.target.name}: the bytes received have sha256 {got}, "
+                f"not the traceset's {self.expected}"
+            )
+        os.replace(self.partial, self.target)
+        return self.target
+
+    def discard(self) -> None:
+        self._out.close()
+        self.partial.unlink(missing_ok=True)

@@ -1,0 +1,120 @@
+"""What both clients send and how they read the answers; no I/O here.
+
+Request bodies are checked with the service's own rules (``uploadrequest``) before they
+are sent, so a refusal names the same member, value and rule with nothing sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final, TypeVar
+from urllib.parse import quote
+
+import httpx
+import pydantic
+
+from tracesets import jsontext
+from tracesets.client.errors import ClientError
+from tracesets.problems import TracesetsError
+from tracesets.uploadrequest import read_upload_request
+from tracesets.wire import UploadFileSpec
+
+TRACESETS: Final = "/api/v1/tracesets"
+MAX_PAGE: Final = 500
+
+Model = TypeVar("Model", bound=pydantic.BaseModel)
+FileEntry = UploadFileSpec | Mapping[str, Any]
+Metadata = Mapping[str, Any] | pydantic.BaseModel
+
+
+def plain(value: Any) -> Any:
+    """A pydantic model as the JSON object it stands for (members it was given only)."""
+    if isinstance(value, pydantic.BaseModel):
+        return value.model_dump(mode="json", exclude_unset=True)
+    if isinstance(value, Mapping) and not isinstance(value, dict):
+        return dict(value)
+    return value
+
+
+def upload_url_body(
+    *,
+    name: str,
+    files: Sequence[FileEntry],
+    workload_metadata: Metadata | None,
+    description: str | None,
+) -> dict[str, Any]:
+    """The upload-url body; raises ClientError (nothing sent) if any rule refuses it."""
+    body: dict[str, Any] = {"name": name}
+    if description is not None:
+        body["description"] = description
+    body["files"] = [plain(entry) for entry in files]
+    if workload_metadata is not None:
+        body["workloadMetadata"] = plain(workload_metadata)
+    check(body)
+    return body
+
+
+def check(body: dict[str, Any]) -> None:
+    try:
+        read_upload_request(body)
+    except TracesetsError as refused:
+        raise ClientError.refused_locally(refused) from None
+
+
+def promote_body(workload_metadata: Metadata | None) -> dict[str, Any]:
+    if workload_metadata is None:
+        return {}
+    return {"workloadMetadata": plain(workload_metadata)}
+
+
+def headers(body: Any) -> dict[str, str]:
+    if body is None:
+        return {"Accept": "application/json"}
+    return {"Accept": "application/json", "Content-Type": "application/json"}
+
+
+def encode(body: Any) -> bytes:
+    """Compact JSON, numbers as given (a ``JsonNumber`` keeps all its digits)."""
+    try:
+        return jsontext.dumps(body)
+    except (jsontext.JsonError, TypeError) as exc:
+        raise ClientError(f"The request cannot be sent as JSON: {exc}", sent=False) from None
+
+
+def list_params(
+    *,
+    status: str | None,
+    rank_count: int | None,
+    workload_family: str | None,
+    workload_name: str | None,
+    global_batch_size: int | None,
+    page_size: int,
+) -> dict[str, str | int]:
+    given: dict[str, str | int | None] = {
+        "status": status,
+        "rank_count": rank_count,
+        "workload_family": workload_family,
+        "workload_name": workload_name,
+        "global_batch_size": global_batch_size,
+        "limit": max(1, min(MAX_PAGE, page_size)),
+    }
+    return {key: value for key, value in given.items() if value is not None}
+
+
+def traceset_path(traceset_id: str, *rest: str) -> str:
+    return "/".join([TRACESETS, quote(traceset_id, safe=""), *rest])
+
+
+def file_path(traceset_id: str, name: str) -> str:
+    return traceset_path(traceset_id, "files", quote(name, safe="/"))
+
+
+def parse(model: type[Model], response: httpx.Response, what: str) -> Model:
+    try:
+        return model.model_validate_json(response.content)
+    except pydantic.ValidationError as exc:
+        raise ClientError(
+            f"{what} answered {response.status_code} with a body the client does not "
+            f"understand: {exc.errors()[0]['msg']}",
+            status=response.status_code,
+        ) from None

@@ -1,0 +1,426 @@
+"""``Client``: the Tracesets service from Python; uploads run their PUTs on a thread pool."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from dataclasses import replace
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+import httpx
+
+from tracesets import __version__
+from tracesets.client import connection, protocol
+from tracesets.client.errors import ClientError
+from tracesets.client.files import (
+    Download,
+    LocalFile,
+    PathLike,
+    Put,
+    check_digests,
+    collect,
+    download_target,
+    plan,
+    read_range,
+    sha256_of,
+    still_to_send,
+    total_size,
+)
+from tracesets.client.models import (
+    PromotedTraceset,
+    Traceset,
+    TracesetList,
+    UploadStatus,
+    UploadTarget,
+    UploadUrlResponse,
+)
+from tracesets.client.progress import ProgressCallback, ProgressCounter
+from tracesets.client.retry import RetryPolicy
+
+USER_AGENT = f"tracesets-python/{__version__}"
+
+
+class _Cancelled(Exception):
+    """The upload was interrupted (Ctrl-C): stop sending."""
+
+
+class Client:
+    """A blocking client of one Tracesets service.
+
+    ``url`` and ``token`` default to ``TRACESETS_URL`` and ``TRACESETS_TOKEN`` (or
+    ``SCALA_API_TOKEN``). Every method returns typed results and raises ``ClientError``,
+    which carries the service's problem details. ``transport`` is httpx's seam for tests.
+
+        with Client() as client:
+            traceset = client.upload("run-42/", name="GPT, 256 ranks",
+                                     workload_metadata={"shape": {"rankCount": 256}})
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        token: str | None = None,
+        *,
+        timeout: float = 60.0,
+        concurrency: int = 8,
+        retry: RetryPolicy | None = None,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        self.url = connection.base_url(url)
+        self.concurrency = concurrency
+        self.retry = retry or RetryPolicy()
+        self._token = connection.token(token)
+        self._http = httpx.Client(
+            base_url=self.url,
+            transport=transport,
+            timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
+            limits=httpx.Limits(max_connections=concurrency + 2),
+            headers={"User-Agent": USER_AGENT},
+        )
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    # -- sending, with retries -------------------------------------------------------------
+
+    def _send(
+        self,
+        build: Callable[[], httpx.Request],
+        what: str,
+        *,
+        rewind: Callable[[], None] | None = None,
+        stream: bool = False,
+    ) -> httpx.Response:
+        """Send until an answer that is not worth retrying, or the retries run out."""
+        attempt = 0
+        while True:
+            outcome: httpx.Response | Exception
+            try:
+                outcome = self._http.send(build(), stream=stream)
+            except httpx.TransportError as exc:
+                outcome = exc
+            last = attempt >= self.retry.retries or not self.retry.retryable(outcome)
+            if isinstance(outcome, httpx.Response) and last:
+                return outcome
+            if rewind is not None:
+                rewind()
+            if isinstance(outcome, httpx.Response):
+                outcome.close()
+            elif last:
+                raise ClientError.no_answer(what, outcome) from outcome
+            time.sleep(self.retry.delay(attempt, outcome))
+            attempt += 1
+
+    def _call(
+        self,
+        method: str,
+        path: str,
+        what: str,
+        *,
+        body: Any = None,
+        params: dict[str, str | int] | None = None,
+        headers: dict[str, str] | None = None,
+        expect: int = 200,
+    ) -> httpx.Response:
+        sent = {**connection.auth_headers(self._token), **protocol.headers(body), **(headers or {})}
+        content = None if body is None else protocol.encode(body)
+        response = self._send(
+            lambda: self._http.build_request(
+                method, path, content=content, params=params, headers=sent
+            ),
+            what,
+        )
+        if response.status_code != expect:
+            raise ClientError.from_response(response, what)
+        return response
+
+    # -- the API ---------------------------------------------------------------------------
+
+    def request_upload_urls(
+        self,
+        *,
+        name: str,
+        files: Sequence[protocol.FileEntry],
+        workload_metadata: protocol.Metadata | None = None,
+        description: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> UploadUrlResponse:
+        """Check the request with the upload rules, then ask for one signed URL per file.
+
+        One ``Idempotency-Key`` (a fresh UUID unless given) goes with every retry, so a
+        retried request never creates a second traceset.
+        """
+        body = protocol.upload_url_body(
+            name=name, files=files, workload_metadata=workload_metadata, description=description
+        )
+        key = idempotency_key or str(uuid.uuid4())
+        response = self._call(
+            "POST",
+            f"{protocol.TRACESETS}/upload-url",
+            "upload-url",
+            body=body,
+            headers={"Idempotency-Key": key},
+            expect=201,
+        )
+        return protocol.parse(UploadUrlResponse, response, "upload-url")
+
+    def upload(
+        self,
+        paths: PathLike | Iterable[PathLike],
+        *,
+        name: str,
+        workload_metadata: protocol.Metadata | None = None,
+        description: str | None = None,
+        supporting: PathLike | Iterable[PathLike] = (),
+        progress: ProgressCallback | None = None,
+        hash_progress: ProgressCallback | None = None,
+    ) -> Traceset:
+        """Upload files and folders as one traceset; return it, ready.
+
+        The request is checked with the upload rules before anything is read or sent;
+        each file's sha256 is computed once, then ``concurrency`` PUTs run at a time,
+        each retried with backoff. ``progress(bytes_sent, bytes_total)`` follows the PUTs,
+        ``hash_progress`` the first pass.
+        """
+        files = collect(paths, supporting)
+        protocol.upload_url_body(
+            name=name,
+            files=[f.spec() for f in files],
+            workload_metadata=workload_metadata,
+            description=description,
+        )
+        files = self._hash(files, hash_progress)
+        created = self.request_upload_urls(
+            name=name,
+            files=[f.spec() for f in files],
+            workload_metadata=workload_metadata,
+            description=description,
+        )
+        return self._send_files(created.tracesetId, files, created.uploads, progress)
+
+    def upload_status(self, traceset_id: str) -> UploadStatus:
+        """What of a pending upload has arrived, and fresh URLs for the rest."""
+        response = self._call("GET", protocol.traceset_path(traceset_id, "uploads"), "uploads")
+        return protocol.parse(UploadStatus, response, "uploads")
+
+    def resume_upload(
+        self,
+        traceset_id: str,
+        paths: PathLike | Iterable[PathLike],
+        *,
+        supporting: PathLike | Iterable[PathLike] = (),
+        progress: ProgressCallback | None = None,
+        hash_progress: ProgressCallback | None = None,
+    ) -> Traceset:
+        """Finish an interrupted upload: send only what has not arrived, then complete.
+
+        ``paths`` and ``supporting`` as given to ``upload``; each file still to send must
+        have the size and sha256 the traceset declared.
+        """
+        files = collect(paths, supporting)
+        status = self.upload_status(traceset_id)
+        if status.status != "pending":
+            return self.get_traceset(traceset_id)
+        traceset = self.get_traceset(traceset_id)
+        wanted = self._hash(still_to_send(files, traceset, status), hash_progress)
+        check_digests(wanted, traceset)
+        return self._send_files(traceset_id, wanted, status.uploads, progress)
+
+    def _send_files(
+        self,
+        traceset_id: str,
+        files: list[LocalFile],
+        uploads: list[UploadTarget],
+        progress: ProgressCallback | None,
+    ) -> Traceset:
+        try:
+            puts = plan(files, uploads)
+            self._put_all(puts, ProgressCounter(sum(p.length for p in puts), progress))
+            return self.complete(traceset_id)
+        except ClientError as error:
+            error.traceset_id = traceset_id
+            raise
+
+    def complete(self, traceset_id: str) -> Traceset:
+        """Mark an upload complete once every file has arrived whole."""
+        response = self._call("POST", protocol.traceset_path(traceset_id, "complete"), "complete")
+        return protocol.parse(Traceset, response, "complete")
+
+    def get_traceset(self, traceset_id: str) -> Traceset:
+        response = self._call("GET", protocol.traceset_path(traceset_id), "get traceset")
+        return protocol.parse(Traceset, response, "get traceset")
+
+    def list_tracesets(
+        self,
+        *,
+        status: str | None = None,
+        rank_count: int | None = None,
+        workload_family: str | None = None,
+        workload_name: str | None = None,
+        global_batch_size: int | None = None,
+        page_size: int = 100,
+    ) -> Iterator[Traceset]:
+        """Every traceset matching all the filters given, newest first, page after page."""
+        params = protocol.list_params(
+            status=status,
+            rank_count=rank_count,
+            workload_family=workload_family,
+            workload_name=workload_name,
+            global_batch_size=global_batch_size,
+            page_size=page_size,
+        )
+        while True:
+            response = self._call("GET", protocol.TRACESETS, "list tracesets", params=params)
+            page = protocol.parse(TracesetList, response, "list tracesets")
+            yield from page.items
+            if page.nextCursor is None:
+                return
+            params = {**params, "cursor": page.nextCursor}
+
+    def promote_traceset(
+        self, traceset_id: str, workload_metadata: protocol.Metadata | None = None
+    ) -> PromotedTraceset:
+        """Promote a ready traceset; new ``workload_metadata`` replaces the stored one."""
+        response = self._call(
+            "POST",
+            protocol.traceset_path(traceset_id, "promote"),
+            "promote",
+            body=protocol.promote_body(workload_metadata),
+        )
+        return protocol.parse(PromotedTraceset, response, "promote")
+
+    def download(
+        self,
+        traceset_id: str,
+        name: str,
+        dest: PathLike = ".",
+        *,
+        sha256: str | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> Path:
+        """Stream a file to ``dest`` (a folder, or the file's path); return where it went.
+
+        With ``sha256``, the bytes must have that digest or nothing is kept.
+        """
+        what = f"download {name}"
+        found = self._call("GET", protocol.file_path(traceset_id, name), what, expect=307)
+        location = found.url.join(found.headers["location"])
+        target = download_target(dest, name)
+        for attempt in range(self.retry.retries + 1):
+            response = self._send(
+                lambda: self._http.build_request("GET", location), what, stream=True
+            )
+            sink = Download(target, sha256)
+            try:
+                if response.status_code != 200:
+                    response.read()
+                    raise ClientError.from_response(response, what)
+                counter = ProgressCounter(int(response.headers.get("content-length", 0)), progress)
+                counter.start()
+                for chunk in response.iter_bytes():
+                    sink.write(chunk)
+                    counter.add(len(chunk))
+                return sink.finish()
+            except httpx.TransportError as exc:
+                sink.discard()
+                if attempt == self.retry.retries:
+                    raise ClientError.no_answer(what, exc) from exc
+                time.sleep(self.retry.delay(attempt, exc))
+            except BaseException:
+                sink.discard()
+                raise
+            finally:
+                response.close()
+        raise AssertionError("unreachable")
+
+    def delete_traceset(self, traceset_id: str) -> None:
+        self._call("DELETE", protocol.traceset_path(traceset_id), "delete", expect=204)
+
+    # -- upload steps ----------------------------------------------------------------------
+
+    def _hash(self, files: list[LocalFile], progress: ProgressCallback | None) -> list[LocalFile]:
+        counter = ProgressCounter(total_size(files), progress)
+        counter.start()
+        with ThreadPoolExecutor(self.concurrency) as pool:
+            digests = list(pool.map(lambda f: sha256_of(f.path, counter.add), files))
+        return [replace(f, sha256=digest) for f, digest in zip(files, digests, strict=True)]
+
+    def _put_all(self, puts: list[Put], counter: ProgressCounter) -> None:
+        """Every PUT, ``concurrency`` at a time. After a failure no new PUT starts, but those
+        in flight finish, so a resume has less to send; Ctrl-C stops them at their next chunk.
+        """
+        counter.start()
+        stop, abort = threading.Event(), threading.Event()
+        with ThreadPoolExecutor(self.concurrency) as pool:
+            futures: list[Future[None]] = [
+                pool.submit(self._put, put, counter, stop, abort) for put in puts
+            ]
+            try:
+                wait(futures)
+            except BaseException:
+                stop.set()
+                abort.set()
+                raise
+        for future in futures:
+            if (error := future.exception()) is not None:
+                raise error
+
+    def _put(
+        self, put: Put, counter: ProgressCounter, stop: threading.Event, abort: threading.Event
+    ) -> None:
+        if stop.is_set():
+            return
+        try:
+            self._put_once(put, counter, abort)
+        except BaseException:
+            stop.set()
+            raise
+
+    def _put_once(self, put: Put, counter: ProgressCounter, abort: threading.Event) -> None:
+        sent = 0
+
+        def body() -> Iterator[bytes]:
+            nonlocal sent
+            for chunk in read_range(put.file.path, put.offset, put.length):
+                if abort.is_set():
+                    raise _Cancelled
+                sent += len(chunk)
+                counter.add(len(chunk))
+                yield chunk
+
+        def rewind() -> None:
+            nonlocal sent
+            counter.add(-sent)
+            sent = 0
+
+        # An explicit Content-Length: signed URLs (S3's above all) refuse chunked bodies.
+        headers = {**put.headers, "Content-Length": str(put.length)}
+        what = f"PUT {put.label}"
+        try:
+            response = self._send(
+                lambda: self._http.build_request("PUT", put.url, content=body(), headers=headers),
+                what,
+                rewind=rewind,
+            )
+        except _Cancelled:
+            return
+        if not response.is_success:
+            raise ClientError.from_response(response, what)
