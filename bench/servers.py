@@ -36,7 +36,8 @@ def wait_until_serving(url: str, process: subprocess.Popen[bytes], log: Path) ->
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"{process.args!r} exited with {process.returncode}; see {log}")
+            tail = log.read_text(errors="replace")[-2000:]
+            raise RuntimeError(f"{process.args!r} exited with {process.returncode}:\n{tail}")
         try:
             with urllib.request.urlopen(url, timeout=2):
                 return
@@ -121,13 +122,14 @@ def debian_command(command: str, package: str) -> str | None:
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     install = ["apt-get", "install", "-y", "-q", "--no-install-recommends", package]
     print(f"  installing {package} with apt-get …", flush=True)
-    for attempt in (install, ["apt-get", "update", "-q"], install):
+    # A stale package list is the usual reason an install fails; refresh it once.
+    for argv in (install, ["apt-get", "update", "-q"], install):
         done = subprocess.run(
-            attempt, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False
+            argv, env=env, capture_output=True, text=True, check=False, timeout=300
         )
         found = shutil.which(command) or shutil.which(command, path="/usr/sbin:/usr/bin")
         if found is not None:
             return found
-        if done.returncode != 0 and attempt is not install:
-            print(f"  apt-get update failed: {done.stderr.decode(errors='replace')[-300:]}")
+        if done.returncode != 0:
+            print(f"  {' '.join(argv[:2])} failed: {done.stderr.strip()[-300:]}", flush=True)
     return None

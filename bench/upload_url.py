@@ -96,7 +96,9 @@ class Load:
             raise RuntimeError(f"cannot read wrk's output:\n{out}")
         elapsed = float(found[2]) / (1000 if found[3] == "ms" else 1)
         failed = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
-        errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
+        errors = re.search(
+            r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out
+        )
         unexpected = (int(failed[1]) if failed else 0) + (
             sum(int(n) for n in errors.groups()) if errors else 0
         )

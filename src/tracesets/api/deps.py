@@ -38,7 +38,9 @@ async def current_workspace(
         # a trip to a worker thread would cost more than the query.
         workspace = tokens.workspace_of(service.db, credentials.credentials)
     else:
-        workspace = await run_in_threadpool(tokens.workspace_of, service.db, credentials.credentials)
+        workspace = await run_in_threadpool(
+            tokens.workspace_of, service.db, credentials.credentials
+        )
     if workspace is None:
         raise Unauthorized.of(
             [

@@ -8,8 +8,8 @@ under concurrency, an immediate one simply waits its turn (``busy_timeout``).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 import threading
+from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
