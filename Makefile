@@ -37,6 +37,7 @@ pytest-scaled: setup  ## the API suite again on PostgreSQL + S3 (started here, o
 bench: setup  ## figures and ratios, not pass/fail
 	$(BIN)/python bench/upload_url.py
 	$(BIN)/python bench/put_upload.py
+	$(BIN)/python bench/cli_upload.py
 
 openapi: setup  ## rewrite openapi.json from the app
 	$(BIN)/python -m tracesets.api.openapi > openapi.json
