@@ -12,7 +12,8 @@ them in one handler and the CLI maps them to one exit code.
     ├── NotFound            404  no such traceset (or another workspace's)
     ├── Conflict            409  the traceset is not in a state that allows this
     ├── Unprocessable       422  an Idempotency-Key reused with another request body
-    └── PayloadTooLarge     413  the request body is over the limit
+    ├── PayloadTooLarge     413  the request body is over the limit
+    └── TooManyRequests     429  the token's request rate is over the limit (Retry-After)
 """
 
 from __future__ import annotations
@@ -89,3 +90,12 @@ class PayloadTooLarge(TracesetsError):
     status = 413
     title = "Payload too large"
     slug = "payload-too-large"
+
+
+class TooManyRequests(TracesetsError):
+    status = 429
+    title = "Too many requests"
+    slug = "too-many-requests"
+
+    #: Whole seconds until the token may send again, for the Retry-After header.
+    retry_after: int = 1

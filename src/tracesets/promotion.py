@@ -76,13 +76,19 @@ class PromotionCheck:
 
 
 def check_promotion(
-    metadata: JsonValue, *, stored_rank_count: int | None, has_primary_files: bool
+    metadata: JsonValue,
+    *,
+    stored_rank_count: int | None,
+    has_primary_files: bool,
+    max_metadata_bytes: int = workload.MAX_SERIALIZED_BYTES,
 ) -> PromotionCheck:
     """Apply every promotion rule of the contract to ``metadata``; collect all problems."""
     # When the traceset holds a rank count, the guard already demands a declaration and
     # says more than "must declare a rank count" would: report that fault once.
     upload = workload.check_upload_metadata(
-        metadata, has_primary_files=has_primary_files and stored_rank_count is None
+        metadata,
+        has_primary_files=has_primary_files and stored_rank_count is None,
+        max_bytes=max_metadata_bytes,
     )
     problems = list(upload.problems)
     declared = workload.check_rank_count(metadata, has_primary_files=False)

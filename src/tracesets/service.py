@@ -99,10 +99,19 @@ def _not_found(traceset_id: str) -> NotFound:
     return NotFound.of([Problem("id", traceset_id, f"No traceset {traceset_id} in this workspace")])
 
 
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What one request may ask for (settings; the contract's limits are the ceilings)."""
+
+    max_files: int = 10_000
+    max_metadata_bytes: int = 65_536
+
+
 class TracesetService:
-    def __init__(self, db: Database, store: BlobStore) -> None:
+    def __init__(self, db: Database, store: BlobStore, limits: Limits | None = None) -> None:
         self.db = db
         self.store = store
+        self.limits = limits or Limits()
 
     # -- create ---------------------------------------------------------------------
 
@@ -114,7 +123,11 @@ class TracesetService:
         With an Idempotency-Key, the same key and body within 24 hours answer the traceset
         the first request made (with fresh URLs); the same key with another body is 422.
         """
-        request = read_upload_request(parse_body(body))
+        request = read_upload_request(
+            parse_body(body),
+            max_files=self.limits.max_files,
+            max_metadata_bytes=self.limits.max_metadata_bytes,
+        )
         body_sha256 = hashlib.sha256(body).hexdigest()
         if idempotency_key is not None:
             with self.db.read() as conn:
@@ -360,6 +373,7 @@ class TracesetService:
                 metadata,
                 stored_rank_count=traceset.rank_count,
                 has_primary_files=any(f.role == "primary" for f in traceset.files),
+                max_metadata_bytes=self.limits.max_metadata_bytes,
             )
             if check.problems:
                 raise InvalidRequest.of(check.problems)

@@ -13,6 +13,11 @@
 | ``TRACESETS_MULTIPART_THRESHOLD`` | ``67108864`` (64 MiB) | S3: larger files are uploaded in parts |
 | ``TRACESETS_PART_SIZE`` | ``67108864`` (64 MiB) | S3: part size (at least 5 MiB; grows so no file needs >1,000 parts) |
 | ``TRACESETS_PENDING_TTL`` | ``604800`` (7 days) | pending tracesets older than this are aborted and removed |
+| ``TRACESETS_MAX_BODY_BYTES`` | ``4194304`` (4 MiB) | largest JSON request body (413 beyond) |
+| ``TRACESETS_MAX_FILES`` | ``10000`` | most files in one traceset (at most 10,000) |
+| ``TRACESETS_MAX_METADATA_BYTES`` | ``65536`` | largest serialized workloadMetadata (at most 65,536) |
+| ``TRACESETS_RATE_LIMIT`` | ``100`` | requests a second per token, on average (429 beyond) |
+| ``TRACESETS_RATE_BURST`` | ``200`` | requests a token may send at once before the rate applies |
 """
 
 from __future__ import annotations
@@ -46,6 +51,13 @@ def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:
     return int(raw)
 
 
+def _bounded(env: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
+    value = _positive_int(env, name, default)
+    if not low <= value <= high:
+        raise SettingsError(f"{name} must be from {low:,} to {high:,}; got {value:,}")
+    return value
+
+
 @dataclass(frozen=True)
 class Settings:
     data_dir: Path
@@ -59,6 +71,11 @@ class Settings:
     multipart_threshold: int = 64 * MIB
     part_size: int = 64 * MIB
     pending_ttl: int = 7 * 24 * 3600
+    max_body_bytes: int = 4 * MIB
+    max_files: int = 10_000
+    max_metadata_bytes: int = 65_536
+    rate_limit: int = 100
+    rate_burst: int = 200
 
     @classmethod
     def from_env(
@@ -97,6 +114,11 @@ class Settings:
             multipart_threshold=_positive_int(env, "TRACESETS_MULTIPART_THRESHOLD", 64 * MIB),
             part_size=part_size,
             pending_ttl=_positive_int(env, "TRACESETS_PENDING_TTL", 7 * 24 * 3600),
+            max_body_bytes=_bounded(env, "TRACESETS_MAX_BODY_BYTES", 4 * MIB, 1024, 64 * MIB),
+            max_files=_bounded(env, "TRACESETS_MAX_FILES", 10_000, 1, 10_000),
+            max_metadata_bytes=_bounded(env, "TRACESETS_MAX_METADATA_BYTES", 65_536, 64, 65_536),
+            rate_limit=_positive_int(env, "TRACESETS_RATE_LIMIT", 100),
+            rate_burst=_positive_int(env, "TRACESETS_RATE_BURST", 200),
         )
 
     def signing_secret(self) -> bytes:

@@ -1,19 +1,49 @@
-"""Bearer tokens: minted at random, stored only as their SHA-256.
+"""Bearer tokens: minted at random, stored only as their SHA-256, scoped, revocable.
 
 A token has 256 bits of entropy, so one unsalted SHA-256 is enough to make the
-stored hashes useless to whoever reads the database (no dictionary to try).
+stored hashes useless to whoever reads the database (no dictionary to try). A token
+opens one workspace and carries scopes: ``read`` (get, list, download), ``write``
+(upload, complete, delete) and ``promote``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import secrets
+from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Final
 
-from tracesets.db import queries
+from sqlalchemy import bindparam, insert, select, update
+
 from tracesets.db.engine import Database
+from tracesets.db.tables import tokens
 
-PREFIX = "tsk_"
+PREFIX: Final = "tsk_"
+SCOPES: Final = ("read", "write", "promote")
+
+_CALLER = select(tokens.c.workspace, tokens.c.scopes).where(
+    tokens.c.token_hash == bindparam("token_hash"), tokens.c.revoked_at.is_(None)
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who a request comes from: the workspace its token opens, and what it may do."""
+
+    workspace: str
+    scopes: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
+class TokenInfo:
+    id: int
+    workspace: str
+    name: str | None
+    scopes: tuple[str, ...]
+    created_at: datetime
+    revoked_at: datetime | None
 
 
 def mint() -> str:
@@ -24,37 +54,93 @@ def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def create(db: Database, *, workspace: str, name: str | None = None) -> str:
+def _scopes_text(scopes: Iterable[str]) -> str:
+    chosen = set(scopes)
+    unknown = chosen - set(SCOPES)
+    if unknown or not chosen:
+        raise ValueError(f"scopes must be some of {', '.join(SCOPES)}; got {sorted(chosen)}")
+    return " ".join(s for s in SCOPES if s in chosen)
+
+
+def _insert(db: Database, digest: str, workspace: str, name: str | None, scopes: str) -> None:
+    with db.write() as conn:
+        conn.execute(
+            insert(tokens).values(
+                workspace=workspace,
+                token_hash=digest,
+                name=name,
+                scopes=scopes,
+                created_at=datetime.now(UTC),
+            )
+        )
+
+
+def create(
+    db: Database, *, workspace: str, name: str | None = None, scopes: Iterable[str] = SCOPES
+) -> str:
     """A new token for ``workspace``; the only time its value is seen."""
     token = mint()
-    with db.write() as conn:
-        queries.insert_token(
-            conn,
-            workspace=workspace,
-            token_hash=hash_token(token),
-            name=name,
-            now=datetime.now(UTC),
-        )
+    _insert(db, hash_token(token), workspace, name, _scopes_text(scopes))
     return token
 
 
 def ensure(db: Database, token: str, *, workspace: str, name: str) -> bool:
-    """Make ``token`` valid for ``workspace`` (the bootstrap token); True if it was added."""
+    """Make ``token`` valid for ``workspace`` with every scope (the bootstrap token).
+
+    True if it was added. A bootstrap token that was revoked stays revoked.
+    """
     digest = hash_token(token)
-    with db.write() as conn:
-        if queries.has_token(conn, digest):
-            return False
-        queries.insert_token(
-            conn, workspace=workspace, token_hash=digest, name=name, now=datetime.now(UTC)
-        )
+    with db.read() as conn:
+        known = conn.execute(select(tokens.c.id).where(tokens.c.token_hash == digest)).first()
+    if known is not None:
+        return False
+    _insert(db, digest, workspace, name, _scopes_text(SCOPES))
     return True
 
 
-def workspace_of(db: Database, token: str) -> str | None:
+def authenticate(db: Database, token: str) -> Caller | None:
+    """The caller a token stands for, or None for an unknown or revoked token."""
     with db.read() as conn:
-        return queries.workspace_of_token(conn, hash_token(token))
+        row = conn.execute(_CALLER, {"token_hash": hash_token(token)}).one_or_none()
+    if row is None:
+        return None
+    return Caller(row.workspace, frozenset(row.scopes.split()))
+
+
+def revoke(db: Database, *, token: str | None = None, token_id: int | None = None) -> bool:
+    """Revoke a token, named by its value or its id; False if there is no such live token."""
+    where = (
+        tokens.c.token_hash == hash_token(token) if token is not None else tokens.c.id == token_id
+    )
+    with db.write() as conn:
+        done = conn.execute(
+            update(tokens)
+            .where(where, tokens.c.revoked_at.is_(None))
+            .values(revoked_at=datetime.now(UTC))
+        )
+    return done.rowcount > 0
+
+
+def listed(db: Database, *, workspace: str | None = None) -> list[TokenInfo]:
+    """Every token (of ``workspace``), oldest first; never their values."""
+    query = select(tokens).order_by(tokens.c.id)
+    if workspace is not None:
+        query = query.where(tokens.c.workspace == workspace)
+    with db.read() as conn:
+        rows = conn.execute(query).all()
+    return [
+        TokenInfo(
+            id=row.id,
+            workspace=row.workspace,
+            name=row.name,
+            scopes=tuple(row.scopes.split()),
+            created_at=row.created_at,
+            revoked_at=row.revoked_at,
+        )
+        for row in rows
+    ]
 
 
 def any_exist(db: Database) -> bool:
     with db.read() as conn:
-        return queries.any_token(conn)
+        return conn.execute(select(tokens.c.id).limit(1)).first() is not None

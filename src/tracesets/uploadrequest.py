@@ -128,16 +128,16 @@ def _check_file(index: int, entry: JsonValue, problems: list[Problem]) -> FileSp
     return FileSpec(name, size, role, sha)
 
 
-def _check_files(files: JsonValue, problems: list[Problem]) -> list[FileSpec]:
+def _check_files(files: JsonValue, problems: list[Problem], max_files: int) -> list[FileSpec]:
     if not isinstance(files, list):
         problems.append(
             Problem("files", files, f"files must be an array of files; got {show(files)}")
         )
         return []
-    if not 1 <= len(files) <= MAX_FILES:
+    if not 1 <= len(files) <= max_files:
         problems.append(
             Problem(
-                "files", len(files), f"files must list 1 to {MAX_FILES:,} files; got {len(files):,}"
+                "files", len(files), f"files must list 1 to {max_files:,} files; got {len(files):,}"
             )
         )
         return []
@@ -170,7 +170,12 @@ def _has_primary(files: JsonValue) -> bool:
     )
 
 
-def read_upload_request(body: JsonValue) -> UploadRequest:
+def read_upload_request(
+    body: JsonValue,
+    *,
+    max_files: int = MAX_FILES,
+    max_metadata_bytes: int = workload.MAX_SERIALIZED_BYTES,
+) -> UploadRequest:
     """Check an upload-url body; raise InvalidRequest listing every problem found."""
     if not isinstance(body, dict):
         raise InvalidRequest.of([Problem("", body, "The request body must be a JSON object")])
@@ -202,9 +207,11 @@ def read_upload_request(body: JsonValue) -> UploadRequest:
                 f"description must be a string of at most {MAX_DESCRIPTION_CHARS:,} characters, or null",
             )
         )
-    files = _check_files(body.get("files"), problems)
+    files = _check_files(body.get("files"), problems, min(max_files, MAX_FILES))
     metadata = workload.check_upload_metadata(
-        body.get("workloadMetadata"), has_primary_files=_has_primary(body.get("files"))
+        body.get("workloadMetadata"),
+        has_primary_files=_has_primary(body.get("files")),
+        max_bytes=max_metadata_bytes,
     )
     problems.extend(metadata.problems)
     if problems:

@@ -222,12 +222,16 @@ def _degree_members(metadata: JsonValue) -> list[JsonValue]:
     return [parallelism.get(name) for name in DEGREES]
 
 
-def check_upload_metadata(metadata: JsonValue, *, has_primary_files: bool) -> RankCountCheck:
+def check_upload_metadata(
+    metadata: JsonValue, *, has_primary_files: bool, max_bytes: int = MAX_SERIALIZED_BYTES
+) -> RankCountCheck:
     """Every rule the source document applies to ``workloadMetadata`` on upload.
 
     Returns the derived rank count and the compact serialized text to store, or every
-    problem found (rank-count rules and the 65,536-byte limit together).
+    problem found (rank-count rules and the 65,536-byte limit together). A service may
+    set a lower size limit (``max_bytes``), never a higher one.
     """
+    max_bytes = min(max_bytes, MAX_SERIALIZED_BYTES)
     check = check_rank_count(metadata, has_primary_files=has_primary_files)
     problems = list(check.problems)
     serialized: bytes | None = None
@@ -237,12 +241,12 @@ def check_upload_metadata(metadata: JsonValue, *, has_primary_files: bool) -> Ra
         except jsontext.JsonError as exc:
             problems.append(Problem(ROOT, None, str(exc)))
         else:
-            if len(serialized) > MAX_SERIALIZED_BYTES:
+            if len(serialized) > max_bytes:
                 problems.append(
                     Problem(
                         ROOT,
                         len(serialized),
-                        "workloadMetadata must be at most 65,536 bytes when serialized; "
+                        f"workloadMetadata must be at most {max_bytes:,} bytes when serialized; "
                         f"it is {len(serialized):,} bytes",
                     )
                 )

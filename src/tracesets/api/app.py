@@ -14,17 +14,19 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
 
-from tracesets import __version__, tokens
+from tracesets import __version__, tokens, web
 from tracesets.api import blobs, openapi, render, tracesets
 from tracesets.db.engine import Database
 from tracesets.problems import (
     InvalidRequest,
     NotFound,
     Problem,
+    TooManyRequests,
     TracesetsError,
     Unauthorized,
 )
-from tracesets.service import TracesetService
+from tracesets.ratelimit import RateLimiter
+from tracesets.service import Limits, TracesetService
 from tracesets.settings import DEFAULT_WORKSPACE, Settings
 from tracesets.storage.local import LocalBlobStore
 from tracesets.storage.signing import URLSigner
@@ -44,6 +46,7 @@ def build_service(settings: Settings) -> tuple[TracesetService, LocalTransfers |
     db.migrate()
     if settings.bootstrap_token is not None:
         tokens.ensure(db, settings.bootstrap_token, workspace=DEFAULT_WORKSPACE, name="bootstrap")
+    limits = Limits(max_files=settings.max_files, max_metadata_bytes=settings.max_metadata_bytes)
     if settings.storage_url is not None:
         from tracesets.storage.s3 import S3BlobStore  # boto3 costs ~10 MB: only when used
 
@@ -55,14 +58,14 @@ def build_service(settings: Settings) -> tuple[TracesetService, LocalTransfers |
             part_size=settings.part_size,
         )
         s3.check()
-        return TracesetService(db, s3), None
+        return TracesetService(db, s3, limits), None
     local = LocalBlobStore(
         settings.data_dir,
         URLSigner(settings.signing_secret()),
         upload_ttl=settings.upload_url_ttl,
         download_ttl=settings.download_url_ttl,
     )
-    return TracesetService(db, local), LocalTransfers(db, local, local.signer)
+    return TracesetService(db, local, limits), LocalTransfers(db, local, local.signer)
 
 
 async def _sweep_forever(service: TracesetService, pending_ttl: int) -> None:
@@ -92,7 +95,11 @@ def _validation_problems(exc: RequestValidationError) -> list[Problem]:
 def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(TracesetsError)
     async def on_tracesets_error(_: Request, exc: TracesetsError) -> Response:
-        headers = {"WWW-Authenticate": "Bearer"} if isinstance(exc, Unauthorized) else None
+        headers: dict[str, str] | None = None
+        if isinstance(exc, Unauthorized):
+            headers = {"WWW-Authenticate": "Bearer"}
+        elif isinstance(exc, TooManyRequests):
+            headers = {"Retry-After": str(exc.retry_after)}
         return render.problem_response(exc, headers)
 
     @app.exception_handler(RequestValidationError)
@@ -141,8 +148,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         generate_unique_id_function=lambda route: route.name,
     )
     app.state.settings = settings
+    app.state.rate_limiter = RateLimiter(settings.rate_limit, settings.rate_burst)
     app.include_router(tracesets.router)
     app.include_router(blobs.router)
+    app.include_router(web.router)
 
     @app.get("/healthz", tags=["service"], summary="Liveness", operation_id="healthz")
     async def healthz() -> Health:

@@ -20,11 +20,13 @@ from tracesets.api.render import PROBLEM_JSON
 _DESCRIPTIONS = {
     400: "The request breaks a rule; `errors` lists every problem found.",
     401: "No token, or a token the service does not know.",
-    403: "The signed URL was altered, has expired or is for another file.",
+    403: "The token lacks the scope this route needs; for signed URLs: the URL was altered, "
+    "has expired or is for another file.",
     404: "No such traceset in this workspace.",
     409: "The traceset is not in a state that allows this.",
     413: "The request body is larger than 4 MiB.",
     422: "The Idempotency-Key was used with another request body.",
+    429: "The token sends requests faster than the service allows; see Retry-After.",
 }
 
 #: Models described by name because routes read their bodies themselves.

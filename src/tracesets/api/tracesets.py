@@ -9,7 +9,14 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import RedirectResponse
 
 from tracesets.api import render
-from tracesets.api.deps import BaseURL, Body, Service, Workspace
+from tracesets.api.deps import (
+    BaseURL,
+    Body,
+    PromoteWorkspace,
+    ReadWorkspace,
+    Service,
+    WriteWorkspace,
+)
 from tracesets.api.openapi import errors, json_body
 from tracesets.db.queries import ListFilter
 from tracesets.records import Status
@@ -32,12 +39,12 @@ router = APIRouter(prefix="/api/v1/tracesets", tags=["tracesets"])
     "pending traceset and answers one signed upload URL per file. Nothing is stored when any "
     "check fails; every problem found is listed.",
     response_model=UploadUrlResponse,
-    responses=errors(400, 401, 413, 422),
+    responses=errors(400, 401, 403, 413, 422, 429),
     openapi_extra=json_body("UploadUrlRequest"),
 )
 async def request_upload_urls(
     service: Service,
-    workspace: Workspace,
+    workspace: WriteWorkspace,
     body: Body,
     base: BaseURL,
     idempotency_key: Annotated[
@@ -64,10 +71,10 @@ async def request_upload_urls(
     "upload URLs for every other file (for multipart files, only the parts still missing), so "
     "an interrupted or expired upload resumes instead of starting over.",
     response_model=UploadStatus,
-    responses=errors(401, 404),
+    responses=errors(401, 403, 404, 429),
 )
 async def get_upload_status(
-    service: Service, workspace: Workspace, traceset_id: str, base: BaseURL
+    service: Service, workspace: ReadWorkspace, traceset_id: str, base: BaseURL
 ) -> Response:
     status = await run_in_threadpool(service.upload_status, workspace, traceset_id, base)
     return render.json_response(render.upload_status(status))
@@ -79,9 +86,11 @@ async def get_upload_status(
     description="200 with the traceset, now `ready`; 409 naming each file that has not arrived "
     "whole. Completing a traceset that is already complete answers it unchanged.",
     response_model=Traceset,
-    responses=errors(401, 404, 409),
+    responses=errors(401, 403, 404, 409, 429),
 )
-async def complete_traceset(service: Service, workspace: Workspace, traceset_id: str) -> Response:
+async def complete_traceset(
+    service: Service, workspace: WriteWorkspace, traceset_id: str
+) -> Response:
     traceset = await run_in_threadpool(service.complete, workspace, traceset_id)
     return render.json_response(render.traceset(traceset))
 
@@ -90,9 +99,9 @@ async def complete_traceset(service: Service, workspace: Workspace, traceset_id:
     "/{traceset_id}",
     summary="Read a traceset",
     response_model=Traceset,
-    responses=errors(401, 404),
+    responses=errors(401, 403, 404, 429),
 )
-async def get_traceset(service: Service, workspace: Workspace, traceset_id: str) -> Response:
+async def get_traceset(service: Service, workspace: ReadWorkspace, traceset_id: str) -> Response:
     traceset = await run_in_threadpool(service.get, workspace, traceset_id)
     return render.json_response(render.traceset(traceset))
 
@@ -103,11 +112,11 @@ async def get_traceset(service: Service, workspace: Workspace, traceset_id: str)
     description="Filters combine with AND. Pages are cursor based: pass `nextCursor` as "
     "`cursor` until it is null.",
     response_model=TracesetList,
-    responses=errors(400, 401),
+    responses=errors(400, 401, 403, 429),
 )
 async def list_tracesets(
     service: Service,
-    workspace: Workspace,
+    workspace: ReadWorkspace,
     status: Annotated[Status | None, Query(description="pending, ready or promoted")] = None,
     rank_count: Annotated[
         int | None, Query(ge=1, le=2_147_483_647, description="Matches rankCountDerived.")
@@ -151,11 +160,11 @@ async def list_tracesets(
     "descriptive members) is reported together; nothing changes on failure. `warnings` names "
     "descriptive members promotion does not read because of their spelling.",
     response_model=PromotedTraceset,
-    responses=errors(400, 401, 404, 409, 413),
+    responses=errors(400, 401, 403, 404, 409, 413, 429),
     openapi_extra=json_body("PromoteRequest"),
 )
 async def promote_traceset(
-    service: Service, workspace: Workspace, traceset_id: str, body: Body
+    service: Service, workspace: PromoteWorkspace, traceset_id: str, body: Body
 ) -> Response:
     traceset, warnings = await run_in_threadpool(service.promote, workspace, traceset_id, body)
     return render.json_response({**render.traceset(traceset), "warnings": warnings})
@@ -169,11 +178,11 @@ async def promote_traceset(
     response_class=RedirectResponse,
     responses={
         307: {"description": "Location holds the signed download URL."},
-        **errors(401, 404, 409),
+        **errors(401, 403, 404, 409, 429),
     },
 )
 async def download_file(
-    service: Service, workspace: Workspace, traceset_id: str, name: str, base: BaseURL
+    service: Service, workspace: ReadWorkspace, traceset_id: str, name: str, base: BaseURL
 ) -> RedirectResponse:
     url = await run_in_threadpool(service.download_url, workspace, traceset_id, name, base)
     return RedirectResponse(url, status_code=307)
@@ -184,8 +193,10 @@ async def download_file(
     status_code=204,
     summary="Delete a traceset and its files",
     response_class=Response,
-    responses=errors(401, 404),
+    responses=errors(401, 403, 404, 429),
 )
-async def delete_traceset(service: Service, workspace: Workspace, traceset_id: str) -> Response:
+async def delete_traceset(
+    service: Service, workspace: WriteWorkspace, traceset_id: str
+) -> Response:
     await run_in_threadpool(service.delete, workspace, traceset_id)
     return Response(status_code=204)

@@ -33,6 +33,8 @@ app.command("delete")(tracesets.delete)
 app.command("serve")(server.serve)
 app.add_typer(token_app, name="token")
 token_app.command("create")(server.token_create)
+token_app.command("revoke")(server.token_revoke)
+token_app.command("list")(server.token_list)
 
 
 def main() -> None:

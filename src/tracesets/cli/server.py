@@ -1,4 +1,4 @@
-"""``tracesets serve`` and ``tracesets token create``: run the service, mint its tokens.
+"""``tracesets serve`` and ``tracesets token …``: run the service, mint and revoke its tokens.
 
 The database and the web server are imported when these commands run, so the client
 commands start without them.
@@ -103,6 +103,10 @@ def token_create(
         str, typer.Option(help="The workspace the token opens.")
     ] = DEFAULT_WORKSPACE,
     name: Annotated[str | None, typer.Option(help="A note to recognise the token by.")] = None,
+    scope: Annotated[
+        list[str] | None,
+        typer.Option(help="read, write or promote; repeat for several (default: all three)."),
+    ] = None,
     data_dir: DataDir = None,
 ) -> None:
     """Print a new token for WORKSPACE (stored only as a hash: copy it now)."""
@@ -110,6 +114,47 @@ def token_create(
 
     if not 1 <= len(workspace) <= 128:
         fail_usage("--workspace must be 1 to 128 characters")
+    scopes = scope or list(tokens.SCOPES)
+    if unknown := sorted(set(scopes) - set(tokens.SCOPES)):
+        fail_usage(f"--scope must be read, write or promote; got {', '.join(unknown)}")
     db = _database(_settings(data_dir))
-    print(tokens.create(db, workspace=workspace, name=name))
+    print(tokens.create(db, workspace=workspace, name=name, scopes=scopes))
+    db.dispose()
+
+
+def token_revoke(
+    token: Annotated[str | None, typer.Argument(help="The token's value.")] = None,
+    token_id: Annotated[
+        int | None, typer.Option("--id", help="The token's id (tracesets token list).")
+    ] = None,
+    data_dir: DataDir = None,
+) -> None:
+    """Revoke a token, named by its value or by --id: it stops working at once."""
+    from tracesets import tokens
+
+    if (token is None) == (token_id is None):
+        fail_usage("give either the token's value or --id")
+    db = _database(_settings(data_dir))
+    done = tokens.revoke(db, token=token, token_id=token_id)
+    db.dispose()
+    if not done:
+        typer.echo("error: no such token, or it was revoked already", err=True)
+        raise typer.Exit(1)
+    typer.echo("revoked")
+
+
+def token_list(
+    workspace: Annotated[str | None, typer.Option(help="Only this workspace's tokens.")] = None,
+    data_dir: DataDir = None,
+) -> None:
+    """List tokens (never their values): id, workspace, scopes, name, created, revoked."""
+    from tracesets import tokens
+
+    db = _database(_settings(data_dir))
+    for info in tokens.listed(db, workspace=workspace):
+        revoked = f"revoked {info.revoked_at:%Y-%m-%d %H:%M}" if info.revoked_at else "active"
+        typer.echo(
+            f"{info.id}\t{info.workspace}\t{' '.join(info.scopes)}\t{info.name or ''}\t"
+            f"{info.created_at:%Y-%m-%d %H:%M}\t{revoked}"
+        )
     db.dispose()

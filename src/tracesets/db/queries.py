@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, bindparam, delete, insert, select, update
+from sqlalchemy import Connection, Row, delete, insert, select, update
 
-from tracesets.db.tables import files, idempotency_keys, tokens, tracesets
+from tracesets.db.tables import files, idempotency_keys, tracesets
 from tracesets.records import Status, StoredFile, Traceset
 from tracesets.uploadrequest import UploadRequest
 
@@ -39,9 +39,6 @@ class ListFilter:
 # the cost of a small insert.
 _INSERT_TRACESET = insert(tracesets).returning(tracesets.c.seq)
 _INSERT_FILES = insert(files)
-_WORKSPACE_OF_TOKEN = select(tokens.c.workspace).where(
-    tokens.c.token_hash == bindparam("token_hash"), tokens.c.revoked_at.is_(None)
-)
 
 
 def insert_traceset(
@@ -84,7 +81,9 @@ def insert_traceset(
             upload_id=upload_id,
             part_size=part_size,
         )
-        for idx, (spec, (upload_id, part_size)) in enumerate(zip(request.files, uploads, strict=True))
+        for idx, (spec, (upload_id, part_size)) in enumerate(
+            zip(request.files, uploads, strict=True)
+        )
     ]
     conn.execute(
         _INSERT_FILES,
@@ -253,32 +252,6 @@ def set_status(conn: Connection, *, seq: int, status: Status, now: datetime) -> 
 def delete_traceset(conn: Connection, *, seq: int) -> None:
     conn.execute(delete(files).where(files.c.traceset_seq == seq))
     conn.execute(delete(tracesets).where(tracesets.c.seq == seq))
-
-
-def workspace_of_token(conn: Connection, token_hash: str) -> str | None:
-    workspace: str | None = conn.execute(
-        _WORKSPACE_OF_TOKEN, {"token_hash": token_hash}
-    ).scalar_one_or_none()
-    return workspace
-
-
-def insert_token(
-    conn: Connection, *, workspace: str, token_hash: str, name: str | None, now: datetime
-) -> None:
-    conn.execute(
-        insert(tokens).values(workspace=workspace, token_hash=token_hash, name=name, created_at=now)
-    )
-
-
-def has_token(conn: Connection, token_hash: str) -> bool:
-    return (
-        conn.execute(select(tokens.c.id).where(tokens.c.token_hash == token_hash)).first()
-        is not None
-    )
-
-
-def any_token(conn: Connection) -> bool:
-    return conn.execute(select(tokens.c.id).limit(1)).first() is not None
 
 
 def find_idempotency_key(

@@ -34,6 +34,7 @@ tokens = Table(
     Column("name", String(256), nullable=True),
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("revoked_at", DateTime(timezone=True), nullable=True),
+    Column("scopes", String(64), nullable=False),  # space-separated: read write promote
 )
 
 tracesets = Table(
