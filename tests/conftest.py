@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import os
 import secrets
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,6 +12,11 @@ import pytest
 from tests.server import ServerProcess
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The client's upload state file goes to a scratch folder, never the user's home."""
+    os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="tracesets-state-")
 
 
 @pytest.fixture(scope="session")

@@ -6,6 +6,7 @@ Files are read and hashed on worker threads, so the event loop never waits on th
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import replace
@@ -41,6 +42,7 @@ from tracesets.client.models import (
 )
 from tracesets.client.progress import ProgressCallback, ProgressCounter
 from tracesets.client.retry import RetryPolicy
+from tracesets.client.state import UploadState, fingerprint
 from tracesets.client.sync import USER_AGENT
 
 T = TypeVar("T")
@@ -57,6 +59,7 @@ class AsyncClient:
         timeout: float = 60.0,
         concurrency: int = 8,
         retry: RetryPolicy | None = None,
+        state: UploadState | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         if concurrency < 1:
@@ -64,6 +67,7 @@ class AsyncClient:
         self.url = connection.base_url(url)
         self.concurrency = concurrency
         self.retry = retry or RetryPolicy()
+        self.state = state or UploadState()
         self._token = connection.token(token)
         self._http = httpx.AsyncClient(
             base_url=self.url,
@@ -179,13 +183,30 @@ class AsyncClient:
             description=description,
         )
         files = await self._hash(files, hash_progress)
+        body = protocol.upload_url_body(
+            name=name,
+            files=[f.spec() for f in files],
+            workload_metadata=workload_metadata,
+            description=description,
+        )
+        key = fingerprint(self.url, self._token, body)
+        started = self.state.started(key)
+        if started is not None:
+            # The same upload ran before and did not finish: send only what is missing.
+            with contextlib.suppress(ClientError):
+                done = await self._resume(started, files, progress, hash_progress=None)
+                self.state.forget(key)
+                return done
         created = await self.request_upload_urls(
             name=name,
             files=[f.spec() for f in files],
             workload_metadata=workload_metadata,
             description=description,
         )
-        return await self._send_files(created.tracesetId, files, created.uploads, progress)
+        self.state.remember(key, created.tracesetId)
+        done = await self._send_files(created.tracesetId, files, created.uploads, progress)
+        self.state.forget(key)
+        return done
 
     async def upload_status(self, traceset_id: str) -> UploadStatus:
         response = await self._call(
@@ -202,7 +223,18 @@ class AsyncClient:
         progress: ProgressCallback | None = None,
         hash_progress: ProgressCallback | None = None,
     ) -> Traceset:
-        files = collect(paths, supporting)
+        return await self._resume(
+            traceset_id, collect(paths, supporting), progress, hash_progress=hash_progress
+        )
+
+    async def _resume(
+        self,
+        traceset_id: str,
+        files: list[LocalFile],
+        progress: ProgressCallback | None,
+        *,
+        hash_progress: ProgressCallback | None,
+    ) -> Traceset:
         status = await self.upload_status(traceset_id)
         if status.status != "pending":
             return await self.get_traceset(traceset_id)
@@ -322,11 +354,13 @@ class AsyncClient:
     async def _hash(
         self, files: list[LocalFile], progress: ProgressCallback | None
     ) -> list[LocalFile]:
-        counter = ProgressCounter(total_size(files), progress)
+        counter = ProgressCounter(total_size([f for f in files if f.sha256 is None]), progress)
         counter.start()
         limit = asyncio.Semaphore(self.concurrency)
 
         async def one(file: LocalFile) -> LocalFile:
+            if file.sha256 is not None:
+                return file  # computed once: a resume does not hash again
             async with limit:
                 digest = await asyncio.to_thread(sha256_of, file.path, counter.add)
             return replace(file, sha256=digest)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 import uuid
@@ -41,6 +42,7 @@ from tracesets.client.models import (
 )
 from tracesets.client.progress import ProgressCallback, ProgressCounter
 from tracesets.client.retry import RetryPolicy
+from tracesets.client.state import UploadState, fingerprint
 
 USER_AGENT = f"tracesets-python/{__version__}"
 
@@ -69,6 +71,7 @@ class Client:
         timeout: float = 60.0,
         concurrency: int = 8,
         retry: RetryPolicy | None = None,
+        state: UploadState | None = None,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         if concurrency < 1:
@@ -76,6 +79,7 @@ class Client:
         self.url = connection.base_url(url)
         self.concurrency = concurrency
         self.retry = retry or RetryPolicy()
+        self.state = state or UploadState()
         self._token = connection.token(token)
         self._http = httpx.Client(
             base_url=self.url,
@@ -208,13 +212,30 @@ class Client:
             description=description,
         )
         files = self._hash(files, hash_progress)
+        body = protocol.upload_url_body(
+            name=name,
+            files=[f.spec() for f in files],
+            workload_metadata=workload_metadata,
+            description=description,
+        )
+        key = fingerprint(self.url, self._token, body)
+        started = self.state.started(key)
+        if started is not None:
+            # The same upload ran before and did not finish: send only what is missing.
+            with contextlib.suppress(ClientError):
+                done = self._resume(started, files, progress, hash_progress=None)
+                self.state.forget(key)
+                return done
         created = self.request_upload_urls(
             name=name,
             files=[f.spec() for f in files],
             workload_metadata=workload_metadata,
             description=description,
         )
-        return self._send_files(created.tracesetId, files, created.uploads, progress)
+        self.state.remember(key, created.tracesetId)
+        done = self._send_files(created.tracesetId, files, created.uploads, progress)
+        self.state.forget(key)
+        return done
 
     def upload_status(self, traceset_id: str) -> UploadStatus:
         """What of a pending upload has arrived, and fresh URLs for the rest."""
@@ -235,7 +256,18 @@ class Client:
         ``paths`` and ``supporting`` as given to ``upload``; each file still to send must
         have the size and sha256 the traceset declared.
         """
-        files = collect(paths, supporting)
+        return self._resume(
+            traceset_id, collect(paths, supporting), progress, hash_progress=hash_progress
+        )
+
+    def _resume(
+        self,
+        traceset_id: str,
+        files: list[LocalFile],
+        progress: ProgressCallback | None,
+        *,
+        hash_progress: ProgressCallback | None,
+    ) -> Traceset:
         status = self.upload_status(traceset_id)
         if status.status != "pending":
             return self.get_traceset(traceset_id)
@@ -357,10 +389,11 @@ class Client:
     # -- upload steps ----------------------------------------------------------------------
 
     def _hash(self, files: list[LocalFile], progress: ProgressCallback | None) -> list[LocalFile]:
-        counter = ProgressCounter(total_size(files), progress)
+        """Each file's sha256, computed once: files that have one keep it."""
+        counter = ProgressCounter(total_size([f for f in files if f.sha256 is None]), progress)
         counter.start()
         with ThreadPoolExecutor(self.concurrency) as pool:
-            digests = list(pool.map(lambda f: sha256_of(f.path, counter.add), files))
+            digests = list(pool.map(lambda f: f.sha256 or sha256_of(f.path, counter.add), files))
         return [replace(f, sha256=digest) for f, digest in zip(files, digests, strict=True)]
 
     def _put_all(self, puts: list[Put], counter: ProgressCounter) -> None:

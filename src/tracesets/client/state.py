@@ -1,0 +1,66 @@
+"""Uploads in flight, remembered on disk so that running the same upload again resumes it.
+
+The key of an upload is a digest of where it goes and exactly what it sends (the
+service's URL, the workspace's token, the name, each file's name, size and sha256, the
+metadata). Running the same upload again after a crash, a lost connection or expired
+URLs therefore finds the traceset it had started and sends only what has not arrived;
+changing any byte of any file makes it a new upload. The file is small JSON, one entry
+per unfinished upload, written atomically; a finished upload removes its entry.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+def default_path() -> Path:
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "tracesets" / "uploads.json"
+
+
+def fingerprint(url: str, token: str | None, body: dict[str, Any]) -> str:
+    """The same for the same upload to the same place, different for any other."""
+    material = json.dumps(
+        [url, hashlib.sha256((token or "").encode()).hexdigest(), body], sort_keys=True
+    )
+    return hashlib.sha256(material.encode()).hexdigest()
+
+
+class UploadState:
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path or default_path()
+
+    def _read(self) -> dict[str, str]:
+        try:
+            entries = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            return {}  # no file yet, or one we cannot read: nothing to resume
+        return {k: v for k, v in entries.items() if isinstance(k, str) and isinstance(v, str)}
+
+    def _write(self, entries: dict[str, str]) -> None:
+        with contextlib.suppress(OSError):  # a read-only home only loses the resume
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd, draft = tempfile.mkstemp(dir=self.path.parent, prefix=".uploads-")
+            with os.fdopen(fd, "w") as out:
+                json.dump(entries, out)
+            os.replace(draft, self.path)
+
+    def started(self, key: str) -> str | None:
+        """The traceset an earlier run of this upload started, if it did not finish."""
+        return self._read().get(key)
+
+    def remember(self, key: str, traceset_id: str) -> None:
+        entries = self._read()
+        entries[key] = traceset_id
+        self._write(entries)
+
+    def forget(self, key: str) -> None:
+        entries = self._read()
+        if entries.pop(key, None) is not None:
+            self._write(entries)

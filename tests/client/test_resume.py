@@ -1,0 +1,86 @@
+"""Running the same upload again resumes it: the client keeps a small state file."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.server import ServerProcess
+from tracesets import Client, ClientError
+from tracesets.client import RetryPolicy
+from tracesets.client.state import UploadState
+
+RANKS = {"shape": {"rankCount": 2}}
+
+
+class LosesPutsTo(httpx.HTTPTransport):
+    """The real network, except that PUTs of one file never get through."""
+
+    def __init__(self, name_index: str) -> None:
+        super().__init__()
+        self.marker = name_index
+        self.puts: list[str] = []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        if request.method == "PUT":
+            self.puts.append(request.url.path)
+            if request.url.path.endswith(self.marker):
+                raise httpx.ConnectError("lost", request=request)
+        return super().handle_request(request)
+
+
+@pytest.fixture
+def traces(tmp_path: Path) -> Path:
+    folder = tmp_path / "run"
+    folder.mkdir()
+    # The client sends larger files first: rank1 goes last, and it is the one lost.
+    (folder / "rank0.json").write_bytes(os.urandom(60_000))
+    (folder / "rank1.json").write_bytes(os.urandom(50_000))
+    return folder
+
+
+def test_an_interrupted_upload_resumes_when_run_again(
+    server: ServerProcess, workspace_token: str, traces: Path, tmp_path: Path
+) -> None:
+    state = UploadState(tmp_path / "state.json")
+    lossy = LosesPutsTo("/1")  # the second file's signed URL ends with its index
+    first = Client(
+        server.url, workspace_token, transport=lossy, retry=RetryPolicy(retries=0), state=state
+    )
+    with pytest.raises(ClientError) as failed:
+        first.upload(traces, name="resumable", workload_metadata=RANKS)
+    started = failed.value.traceset_id
+    assert started is not None and state.path.exists()
+    assert lossy.puts == [f"/api/v1/blobs/{started}/0", f"/api/v1/blobs/{started}/1"]
+
+    counting = LosesPutsTo("never")
+    second = Client(server.url, workspace_token, transport=counting, state=state)
+    done = second.upload(traces, name="resumable", workload_metadata=RANKS)
+    assert done.id == started and done.status == "ready"
+    assert counting.puts == [f"/api/v1/blobs/{started}/1"], "only what had not arrived is sent"
+    assert [t.id for t in second.list_tracesets()] == [started]
+    assert state.path.read_text() == "{}", "a finished upload leaves no entry"
+
+
+def test_a_changed_file_is_a_new_upload(
+    server: ServerProcess, workspace_token: str, traces: Path, tmp_path: Path
+) -> None:
+    state = UploadState(tmp_path / "state.json")
+    first = Client(
+        server.url,
+        workspace_token,
+        transport=LosesPutsTo("/1"),
+        retry=RetryPolicy(retries=0),
+        state=state,
+    )
+    with pytest.raises(ClientError):
+        first.upload(traces, name="changing", workload_metadata=RANKS)
+    (traces / "rank1.json").write_bytes(os.urandom(60_000))
+    done = Client(server.url, workspace_token, state=state).upload(
+        traces, name="changing", workload_metadata=RANKS
+    )
+    assert done.status == "ready"
+    assert len(list(Client(server.url, workspace_token).list_tracesets())) == 2
