@@ -1,0 +1,173 @@
+// The list of tracesets: the API's filters, status and rank count, cursor pages.
+
+import { call, query } from './api.js';
+import { cell, formatBytes, formatCount, h, plural, replace, statusBadge, timeElement } from './dom.js';
+
+const PAGE_SIZE = 20;
+
+export const FILTERS = [
+  { name: 'workload_family', label: 'Workload family', type: 'text' },
+  { name: 'workload_name', label: 'Workload name', type: 'text' },
+  { name: 'global_batch_size', label: 'Global batch size', type: 'number' },
+  { name: 'rank_count', label: 'Rank count', type: 'number' },
+];
+const STATUSES = [['', 'Any'], ['pending', 'Pending'], ['ready', 'Ready'], ['promoted', 'Promoted']];
+const NAMES = [...FILTERS.map((f) => f.name), 'status'];
+
+// The cursors of the pages seen for the current filters, so Previous needs no cursor of its own.
+let pages = { key: null, cursors: [null], index: 0 };
+
+export function filtersOf(params) {
+  const filters = {};
+  for (const name of NAMES) {
+    const value = params.get(name);
+    if (value) filters[name] = value;
+  }
+  return filters;
+}
+
+function field(filter, value) {
+  const id = `filter-${filter.name}`;
+  const input = h('input', {
+    id, name: filter.name, type: filter.type, value: value || '', autocomplete: 'off',
+    spellcheck: 'false', min: filter.type === 'number' ? 1 : null, step: filter.type === 'number' ? 1 : null,
+    inputmode: filter.type === 'number' ? 'numeric' : null, 'aria-describedby': `${id}-error`,
+  });
+  return h('div', { class: 'field' },
+    h('label', { for: id }, filter.label),
+    input,
+    h('p', { class: 'field-error', id: `${id}-error`, 'data-member': filter.name }));
+}
+
+function statusField(value) {
+  const select = h('select', { id: 'filter-status', name: 'status', 'aria-describedby': 'filter-status-error' },
+    STATUSES.map(([v, label]) => h('option', { value: v, selected: v === (value || '') }, label)));
+  return h('div', { class: 'field' },
+    h('label', { for: 'filter-status' }, 'Status'),
+    select,
+    h('p', { class: 'field-error', id: 'filter-status-error', 'data-member': 'status' }));
+}
+
+function filterForm(filters, navigate) {
+  const form = h('form', { class: 'filters', role: 'search', 'aria-label': 'Filter tracesets', novalidate: true },
+    h('div', { class: 'filter-fields' },
+      FILTERS.map((f) => field(f, filters[f.name])),
+      statusField(filters.status)),
+    h('div', { class: 'filter-actions' },
+      h('button', { type: 'submit', class: 'button primary' }, 'Apply filters'),
+      h('button', {
+        type: 'button', class: 'button', onclick: () => navigate('#/'),
+      }, 'Clear')));
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    const chosen = {};
+    for (const name of NAMES) chosen[name] = form.elements.namedItem(name).value.trim();
+    navigate(`#/${query(chosen)}`);
+  });
+  return form;
+}
+
+function workloadOf(traceset) {
+  const m = traceset.workloadMetadata;
+  const text = (v) => (typeof v === 'string' && v ? v : null);
+  const family = m && typeof m === 'object' ? text(m.workload_family) : null;
+  const name = m && typeof m === 'object' ? text(m.workload_name) : null;
+  if (!family && !name) return h('span', { class: 'muted' }, '—');
+  return h('span', { class: 'workload' },
+    family ? h('span', { class: 'workload-family' }, family) : null,
+    family && name ? h('span', { class: 'muted' }, ' / ') : null,
+    name ? h('span', { class: 'workload-name' }, name) : null);
+}
+
+function row(t) {
+  const total = t.files.reduce((sum, f) => sum + f.size, 0);
+  return h('tr', { 'data-id': t.id },
+    cell('Name', { class: 'cell-name' },
+      h('a', { href: `#/tracesets/${encodeURIComponent(t.id)}` }, t.name)),
+    cell('Status', {}, statusBadge(t.status)),
+    cell('Ranks', { class: 'num' },
+      t.rankCountDerived === null ? h('span', { class: 'muted' }, '—') : formatCount(t.rankCountDerived)),
+    cell('Workload', {}, workloadOf(t)),
+    cell('Files', {}, `${plural(t.files.length, 'file', 'files')} · ${formatBytes(total)}`),
+    cell('Created', {}, timeElement(t.createdAt)));
+}
+
+function table(items) {
+  return h('table', { class: 'tracesets' },
+    h('caption', { class: 'visually-hidden' }, 'Tracesets, newest first'),
+    h('thead', {}, h('tr', {},
+      ['Name', 'Status', 'Ranks', 'Workload', 'Files', 'Created'].map((c) => h('th', { scope: 'col' }, c)))),
+    h('tbody', {}, items.map(row)));
+}
+
+function showFieldProblems(form, errors) {
+  const rest = [];
+  for (const error of errors) {
+    const slot = form.querySelector(`.field-error[data-member="${CSS.escape(String(error.member))}"]`);
+    if (slot) {
+      slot.textContent = error.message;
+      slot.previousElementSibling.setAttribute('aria-invalid', 'true');
+    } else {
+      rest.push(error);
+    }
+  }
+  return rest;
+}
+
+export async function showList(main, params, navigate) {
+  const filters = filtersOf(params);
+  const key = query(filters);
+  if (pages.key !== key) pages = { key, cursors: [null], index: 0 };
+  const heading = h('h1', { tabindex: -1 }, 'Tracesets');
+  const form = filterForm(filters, navigate);
+  const results = h('div', { class: 'results', 'aria-live': 'polite' });
+  replace(main, 
+    h('div', { class: 'title-row' }, heading,
+      h('p', { class: 'lede' }, 'Newest first. Open one to see its files and metadata, and to promote it.')),
+    form, results);
+
+  const load = async (fromPager) => {
+    replace(results, h('p', { class: 'loading' }, 'Loading…'));
+    let answer;
+    try {
+      answer = await call(`/api/v1/tracesets${query({ ...filters, limit: PAGE_SIZE, cursor: pages.cursors[pages.index] })}`);
+    } catch (error) {
+      const rest = showFieldProblems(form, error.errors || []);
+      replace(results, h('div', { class: 'notice error', role: 'alert' },
+        error.errors?.length && !rest.length ? 'Check the filters: the service refused them.' : error.message,
+        rest.length > 1 ? h('ul', {}, rest.map((e) => h('li', {}, e.message))) : null));
+      return;
+    }
+    const { items, nextCursor } = answer.data;
+    if (nextCursor && pages.cursors.length === pages.index + 1) pages.cursors.push(nextCursor);
+    if (!items.length && pages.index === 0) {
+      replace(results, h('div', { class: 'empty' }, key
+        ? ['No traceset matches these filters. ', h('button', { type: 'button', class: 'button', onclick: () => navigate('#/') }, 'Clear filters')]
+        : 'No tracesets in this workspace yet. Upload one with the tracesets command or the API; it shows here once its upload URLs are requested.'));
+      return;
+    }
+    const first = pages.index * PAGE_SIZE + 1;
+    const alone = pages.index === 0 && !nextCursor;
+    const pager = h('nav', { class: 'pager', 'aria-label': 'Pages' },
+      h('button', {
+        type: 'button', class: 'button', disabled: pages.index === 0, hidden: alone,
+        onclick: () => { pages.index -= 1; load('newer'); },
+        'data-page': 'newer',
+      }, '← Newer'),
+      h('span', { class: 'pager-state' }, alone
+        ? plural(items.length, 'traceset', 'tracesets')
+        : `${formatCount(first)}–${formatCount(first + items.length - 1)}`),
+      h('button', {
+        type: 'button', class: 'button', disabled: !nextCursor, hidden: alone,
+        onclick: () => { pages.index += 1; load('older'); },
+        'data-page': 'older',
+      }, 'Older →'));
+    replace(results, table(items), pager);
+    if (fromPager) {
+      // Keep the keyboard where it was: on the button pressed, or the other one at an end.
+      const buttons = [...pager.querySelectorAll('button')];
+      (buttons.find((b) => b.dataset.page === fromPager && !b.disabled) || buttons.find((b) => !b.disabled))?.focus();
+    }
+  };
+  await load();
+}
