@@ -6,7 +6,7 @@ DATA_DIR ?= ./tracesets-data
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: setup serve test lint typecheck pytest pytest-scaled bench openapi clean
+.PHONY: setup browser serve test lint typecheck pytest pytest-scaled bench openapi clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,7 +28,10 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy
 
-pytest: setup  ## every test, on the embedded defaults (SQLite + local files)
+browser:  ## Debian's chromium, which the page's tests drive (tests/web)
+	command -v chromium >/dev/null || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium)
+
+pytest: setup browser  ## every test, on the embedded defaults (SQLite + local files)
 	$(BIN)/pytest -q
 
 pytest-scaled: setup  ## the API suite again on PostgreSQL + S3 (started here, on loopback)

@@ -1,19 +1,24 @@
 // What inspecting the files found: ranks, world size, gaps, and the per-rank chart.
 
-import { formatCount, h } from './dom.js';
-import { METRICS, availableMetrics, legend, rankChart } from './rankchart.js';
+import { append, formatCount, h } from './dom.js';
+import { METRICS, availableMetrics, legend, rankBars, rankChart } from './rankchart.js';
 
-/** "0–3, 7, 9–12": ranks as ranges, so a long list stays short. */
-export function ranges(ranks) {
+const SHOWN_RUNS = 20;
+
+/** "0–3, 7, 9–12": ranks as runs, the first few, then how many more. */
+export function ranges(ranks, total = null) {
   const sorted = [...new Set(ranks)].sort((a, b) => a - b);
-  const parts = [];
+  const runs = [];
   for (let i = 0; i < sorted.length; i += 1) {
     let j = i;
     while (j + 1 < sorted.length && sorted[j + 1] === sorted[j] + 1) j += 1;
-    parts.push(j > i ? `${sorted[i]}–${sorted[j]}` : String(sorted[i]));
+    runs.push([sorted[i], sorted[j]]);
     i = j;
   }
-  return parts.join(', ');
+  const shown = runs.slice(0, SHOWN_RUNS);
+  const text = shown.map(([a, b]) => (a === b ? formatCount(a) : `${formatCount(a)}–${formatCount(b)}`));
+  const more = (total ?? sorted.length) - shown.reduce((n, [a, b]) => n + b - a + 1, 0);
+  return text.join(', ') + (more > 0 ? ` and ${formatCount(more)} more` : '');
 }
 
 function summary(inspection) {
@@ -24,7 +29,8 @@ function summary(inspection) {
     ['World size', Number.isInteger(inspection.worldSize) ? formatCount(inspection.worldSize) : 'unknown'],
     ['Ranks found', found.length ? `${formatCount(found.length)} (${ranges(found)})` : 'none'],
   ];
-  if (missing.length) items.push(['Missing ranks', ranges(missing)]);
+  const missingCount = Number.isInteger(inspection.missingRankCount) ? inspection.missingRankCount : null;
+  if (missing.length || missingCount) items.push(['Missing ranks', ranges(missing, missingCount)]);
   if (duplicate.length) items.push(['Duplicated ranks', ranges(duplicate)]);
   return h('dl', { class: 'facts compact' },
     items.map(([term, value]) => h('div', { class: 'fact' }, h('dt', {}, term), h('dd', {}, value))));
@@ -38,6 +44,7 @@ function listOf(title, entries) {
 function chartBlock(inspection) {
   const metrics = availableMetrics(inspection);
   let metric = metrics[0] || 'size';
+  const { per } = rankBars(inspection, metric);
   const box = h('div', { class: 'chart-box' });
   let lastWidth = 0;
   const draw = () => {
@@ -48,14 +55,17 @@ function chartBlock(inspection) {
   new ResizeObserver(() => {
     if (box.isConnected && box.clientWidth !== lastWidth) draw();
   }).observe(box);
-  const choices = metrics.length > 1 ? h('fieldset', { class: 'metric-choice' },
-    h('legend', {}, 'Bar height'),
-    metrics.map((key) => h('label', {},
-      h('input', {
-        type: 'radio', name: 'metric', value: key, checked: key === metric,
-        onchange: () => { metric = key; draw(); },
-      }), ` ${METRICS[key].label}`))) : null;
-  return [choices, box, legend(inspection)];
+  const choices = metrics.length > 1
+    ? h('fieldset', { class: 'metric-choice' },
+      h('legend', {}, 'Bar height'),
+      metrics.map((key) => h('label', {},
+        h('input', {
+          type: 'radio', name: 'metric', value: key, checked: key === metric,
+          onchange: () => { metric = key; draw(); },
+        }), ` ${METRICS[key].label}`)))
+    : h('p', { class: 'chart-caption' }, `Bar height: ${METRICS[metric].label.toLowerCase()} of each rank's files`
+      + (per > 1 ? `; each bar is ${formatCount(per)} ranks, as tall as the largest of them` : ''));
+  return [choices, box, legend(inspection, metric)];
 }
 
 export function inspectionSection(inspection) {
@@ -68,10 +78,11 @@ export function inspectionSection(inspection) {
   if (inspection.status === 'failed') {
     section.append(h('div', { class: 'notice error' }, 'Inspecting the files failed.'));
   }
-  section.append(
+  append(section, [
     summary(inspection),
-    ...(inspection.files && inspection.files.length ? chartBlock(inspection) : []),
+    inspection.files && inspection.files.length ? chartBlock(inspection) : null,
     listOf('Warnings', inspection.warnings),
-    listOf('Files that could not be read', inspection.unreadable));
+    listOf('Files that could not be read', inspection.unreadable),
+  ]);
   return section;
 }

@@ -1,10 +1,13 @@
 // The per-rank chart of an inspection: one bar per rank, as SVG. Missing ranks are gaps
-// with a marker under the axis; duplicated ranks are drawn in their own colour.
+// with a marker under the axis; duplicated ranks are drawn in their own colour. Past
+// MAX_BARS ranks (a declared count may be two billion) each bar stands for a run of
+// ranks, at the height of its largest, so the page never draws more than MAX_BARS bars.
 
 import { formatBytes, formatCount, h, svg } from './dom.js';
 
 const HEIGHT = 240;
 const MARGIN = { top: 14, right: 12, bottom: 40, left: 72 };
+export const MAX_BARS = 512;
 
 /** What a bar can measure: file size always, an event count when the inspection has one. */
 export const METRICS = {
@@ -21,8 +24,8 @@ export function availableMetrics(inspection) {
   return Object.keys(METRICS).filter((key) => files.some((f) => METRICS[key].of(f) !== null));
 }
 
-/** Per rank: total value and file count, and the rank range to draw. */
-export function rankValues(inspection, metric) {
+/** Per rank: total value and file count; and how many ranks the chart spans. */
+function rankValues(inspection, metric) {
   const byRank = new Map();
   for (const file of inspection.files || []) {
     const value = METRICS[metric].of(file);
@@ -32,44 +35,76 @@ export function rankValues(inspection, metric) {
     entry.files += 1;
     byRank.set(file.rank, entry);
   }
-  const missing = new Set(inspection.missingRanks || []);
   let highest = -1;
-  for (const rank of [...byRank.keys(), ...missing]) highest = Math.max(highest, rank);
-  const ranks = Math.max(Number.isInteger(inspection.worldSize) ? inspection.worldSize : 0, highest + 1);
-  return { byRank, missing, duplicate: new Set(inspection.duplicateRanks || []), ranks };
+  for (const rank of byRank.keys()) highest = Math.max(highest, rank);
+  for (const rank of inspection.missingRanks || []) highest = Math.max(highest, rank);
+  const worldSize = Number.isInteger(inspection.worldSize) ? inspection.worldSize : 0;
+  return { byRank, ranks: Math.max(worldSize, highest + 1) };
 }
 
-function tickStep(count, room) {
-  const wanted = Math.max(1, Math.floor(room / 44));
-  for (const step of [1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000, 2000, 5000, 10000]) {
+/** The bars: one per rank, or per run of `per` ranks when there are too many. */
+export function rankBars(inspection, metric) {
+  const { byRank, ranks } = rankValues(inspection, metric);
+  const duplicate = new Set(inspection.duplicateRanks || []);
+  const per = Math.max(1, Math.ceil(ranks / MAX_BARS));
+  const bars = [];
+  for (let first = 0; first < ranks; first += per) {
+    const last = Math.min(ranks, first + per) - 1;
+    bars.push({ first, last, size: last - first + 1, value: 0, withFiles: 0, files: 0, duplicate: false });
+  }
+  for (const [rank, entry] of byRank) {
+    const bar = bars[Math.floor(rank / per)];
+    bar.value = Math.max(bar.value, entry.value);
+    bar.withFiles += 1;
+    bar.files += entry.files;
+    bar.duplicate ||= duplicate.has(rank);
+  }
+  return { bars, per, ranks };
+}
+
+/** Every how many bars a rank label fits, at about 6.5 px a character of the longest. */
+function tickStep(count, room, longest) {
+  const wanted = Math.max(1, Math.floor(room / (longest * 6.5 + 16)));
+  for (const step of [1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500]) {
     if (count / step <= wanted) return step;
   }
   return Math.ceil(count / wanted);
 }
 
+function span(bar) {
+  return bar.size === 1 ? `rank ${bar.first}` : `ranks ${formatCount(bar.first)}–${formatCount(bar.last)}`;
+}
+
+function describe(bar, format) {
+  if (!bar.withFiles) return `${span(bar)}: missing`;
+  if (bar.size === 1) {
+    return `${span(bar)}: ${format(bar.value)}${bar.files > 1 ? ` in ${bar.files} files` : ''}`
+      + (bar.duplicate ? ' (duplicated rank)' : '');
+  }
+  return `${span(bar)}: ${formatCount(bar.withFiles)} with files, largest ${format(bar.value)}`;
+}
+
 /** The chart for a container `width` pixels wide, or null when no rank is known. */
 export function rankChart(inspection, metric, width) {
-  const { byRank, missing, duplicate, ranks } = rankValues(inspection, metric);
-  if (ranks === 0) return null;
+  const { bars, per, ranks } = rankBars(inspection, metric);
+  if (!bars.length) return null;
   const { format, label } = METRICS[metric];
   const w = Math.max(280, Math.floor(width));
   const plotW = w - MARGIN.left - MARGIN.right;
   const plotH = HEIGHT - MARGIN.top - MARGIN.bottom;
   const bottom = MARGIN.top + plotH;
-  let max = 1;
-  for (const entry of byRank.values()) max = Math.max(max, entry.value);
-  const slot = plotW / ranks;
+  const max = Math.max(1, ...bars.map((b) => b.value));
+  const slot = plotW / bars.length;
   const barW = slot >= 4 ? slot * 0.78 : slot;
-  const x = (rank) => MARGIN.left + rank * slot + (slot - barW) / 2;
+  const x = (i) => MARGIN.left + i * slot + (slot - barW) / 2;
 
-  const title = `${label} per rank`;
-  const found = byRank.size;
-  const desc = `${formatCount(ranks)} ranks, ${formatCount(found)} with files`
-    + (missing.size ? `, ${formatCount(missing.size)} missing` : '')
-    + (duplicate.size ? `, ${formatCount(duplicate.size)} duplicated` : '');
+  const title = per === 1 ? `${label} per rank` : `${label} per rank, largest of every ${formatCount(per)} ranks`;
+  const gaps = bars.filter((b) => !b.withFiles).length;
+  const desc = `${formatCount(ranks)} ranks in ${formatCount(bars.length)} bars`
+    + (gaps ? `, ${formatCount(gaps)} of them with no file` : '');
   const chart = svg('svg', {
     class: 'rank-chart', width: w, height: HEIGHT, viewBox: `0 0 ${w} ${HEIGHT}`,
-    role: 'img', 'aria-label': `${title}: ${desc}`,
+    role: 'img', 'aria-label': `${title}: ${desc}`, 'data-ranks-per-bar': per,
   }, svg('title', {}, title), svg('desc', {}, desc));
 
   for (const fraction of [0, 0.5, 1]) {
@@ -81,35 +116,41 @@ export function rankChart(inspection, metric, width) {
     );
   }
 
-  for (let rank = 0; rank < ranks; rank += 1) {
-    const entry = byRank.get(rank);
-    if (missing.has(rank) || !entry) {
+  // A run of gaps is one shape, so thousands of them neither stripe nor slow the page.
+  let gapStart = null;
+  bars.forEach((bar, i) => {
+    if (!bar.withFiles) {
+      gapStart ??= i;
+      if (slot >= 6) {
+        chart.append(svg('path', { class: 'gap-marker', d: `M${x(i) + barW / 2} ${bottom + 3} l4 6 h-8 z` }));
+      }
+      if (i + 1 < bars.length && !bars[i + 1].withFiles) return;
+      const run = { ...bars[gapStart], last: bar.last, size: bar.last - bars[gapStart].first + 1 };
       chart.append(svg('rect', {
-        class: 'gap', x: MARGIN.left + rank * slot, y: MARGIN.top, width: Math.max(slot, 1), height: plotH,
-        'data-rank': rank,
-      }, svg('title', {}, `rank ${rank}: missing`)));
-      chart.append(svg('path', {
-        class: 'gap-marker', 'data-rank': rank,
-        d: `M${x(rank) + barW / 2} ${bottom + 3} l4 6 h-8 z`,
-      }));
-      continue;
+        class: 'gap', x: MARGIN.left + gapStart * slot, y: MARGIN.top,
+        width: Math.max((i + 1 - gapStart) * slot, 1), height: plotH,
+        'data-rank': run.first, 'data-last-rank': run.last,
+      }, svg('title', {}, describe(run, format))));
+      gapStart = null;
+      return;
     }
-    const height = Math.max(1, (entry.value / max) * plotH);
-    const files = entry.files === 1 ? '' : ` in ${entry.files} files`;
+    const height = Math.max(1, (bar.value / max) * plotH);
+    const kind = bar.duplicate ? ' duplicate' : bar.withFiles < bar.size ? ' partial' : '';
     chart.append(svg('rect', {
-      class: duplicate.has(rank) ? 'bar duplicate' : 'bar',
-      x: x(rank), y: bottom - height, width: Math.max(barW, 0.5), height,
-      'data-rank': rank, 'data-value': entry.value,
-    }, svg('title', {}, `rank ${rank}: ${format(entry.value)}${files}`
-      + (duplicate.has(rank) ? ' (duplicated rank)' : ''))));
-  }
+      class: `bar${kind}`, x: x(i), y: bottom - height, width: Math.max(barW, 2), height,
+      'data-rank': bar.first, 'data-value': bar.value,
+    }, svg('title', {}, describe(bar, format))));
+  });
 
   chart.append(svg('line', { class: 'axis', x1: MARGIN.left, x2: w - MARGIN.right, y1: bottom, y2: bottom }));
-  const step = tickStep(ranks, plotW);
-  for (let rank = 0; rank < ranks; rank += step) {
+  const step = tickStep(bars.length, plotW, formatCount(bars[bars.length - 1].first).length);
+  for (let i = 0; i < bars.length; i += step) {
+    const text = formatCount(bars[i].first);
+    const center = MARGIN.left + (i + 0.5) * slot;
+    const atEdge = center + text.length * 3.3 > w; // keep the last label inside the chart
     chart.append(svg('text', {
-      class: 'axis-label', x: MARGIN.left + (rank + 0.5) * slot, y: bottom + 22, 'text-anchor': 'middle',
-    }, String(rank)));
+      class: 'axis-label', x: atEdge ? w - 1 : center, y: bottom + 22, 'text-anchor': atEdge ? 'end' : 'middle',
+    }, text));
   }
   chart.append(svg('text', {
     class: 'axis-title', x: MARGIN.left + plotW / 2, y: HEIGHT - 4, 'text-anchor': 'middle',
@@ -117,12 +158,19 @@ export function rankChart(inspection, metric, width) {
   return chart;
 }
 
-export function legend(inspection) {
-  const items = [h('li', {}, h('span', { class: 'swatch swatch-bar' }), 'rank with files')];
-  if ((inspection.missingRanks || []).length) {
-    items.push(h('li', {}, h('span', { class: 'swatch swatch-gap' }), 'missing rank (gap)'));
+export function legend(inspection, metric) {
+  const { bars, per } = rankBars(inspection, metric);
+  const items = [];
+  if (bars.some((b) => b.withFiles === b.size && !b.duplicate)) {
+    items.push(h('li', {}, h('span', { class: 'swatch swatch-bar' }), per === 1 ? 'rank with files' : 'every rank has files'));
   }
-  if ((inspection.duplicateRanks || []).length) {
+  if (bars.some((b) => b.withFiles && b.withFiles < b.size && !b.duplicate)) {
+    items.push(h('li', {}, h('span', { class: 'swatch swatch-partial' }), 'some ranks have no file'));
+  }
+  if (bars.some((b) => !b.withFiles)) {
+    items.push(h('li', {}, h('span', { class: 'swatch swatch-gap' }), per === 1 ? 'missing rank (gap)' : 'no rank has a file (gap)'));
+  }
+  if (bars.some((b) => b.duplicate)) {
     items.push(h('li', {}, h('span', { class: 'swatch swatch-duplicate' }), 'rank in more than one file'));
   }
   return h('ul', { class: 'legend' }, items);

@@ -115,7 +115,7 @@ class Reader {
           this.at += 6;
           continue;
         }
-        if (!'"\\/bfnrt'.includes(e) || e === undefined) this.fail('unknown escape in a string');
+        if (e === undefined || !'"\\/bfnrt'.includes(e)) this.fail('unknown escape in a string');
         this.at += 2;
         continue;
       }
