@@ -57,7 +57,7 @@ def _banner(settings: Settings, host: str, port: int, token: str | None) -> str:
             "  tracesets token create --workspace default",
         ]
     lines += [
-        "Try it:",
+        f"Open {url} in a browser and sign in with the token, or try it:",
         f'  curl -s -H "Authorization: Bearer {token or "$TRACESETS_TOKEN"}" {url}/api/v1/tracesets',
     ]
     return "\n".join(lines)
