@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import time
 from typing import Any
 
 import httpx
@@ -74,3 +75,14 @@ def problems(answer: httpx.Response) -> list[dict[str, Any]]:
     assert body["detail"] == body["errors"][0]["message"]
     errors: list[dict[str, Any]] = body["errors"]
     return errors
+
+
+def inspected(api: httpx.Client, traceset_id: str, timeout: float = 60) -> dict[str, Any]:
+    """The traceset once its inspection has finished (it runs in the background)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        traceset: dict[str, Any] = api.get(f"/api/v1/tracesets/{traceset_id}").json()
+        if traceset["inspection"] is not None and traceset["inspection"]["status"] != "pending":
+            return traceset
+        time.sleep(0.2)
+    raise AssertionError(f"inspection of {traceset_id} did not finish in {timeout} s")

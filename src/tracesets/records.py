@@ -29,6 +29,14 @@ class StoredFile:
 
 
 @dataclass(frozen=True, slots=True)
+class InspectionRecord:
+    """Where a traceset's inspection stands; ``result`` is its wire JSON, once done."""
+
+    status: str  # pending, running, done, failed
+    result: bytes | None
+
+
+@dataclass(frozen=True, slots=True)
 class Traceset:
     seq: int
     id: str
@@ -42,6 +50,7 @@ class Traceset:
     workload_metadata: bytes | None  # compact JSON text exactly as stored
     rank_count: int | None
     files: list[StoredFile]
+    inspection: InspectionRecord | None = None
 
     def file_named(self, name: str) -> StoredFile | None:
         return next((f for f in self.files if f.name == name), None)

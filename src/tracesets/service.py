@@ -15,6 +15,7 @@ import hashlib
 import logging
 import posixpath
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -25,6 +26,7 @@ from tracesets import jsontext, promotion
 from tracesets.db import queries
 from tracesets.db.engine import Database
 from tracesets.db.queries import ListFilter
+from tracesets.inspection_queue import inspection_warnings
 from tracesets.jsontext import JsonValue
 from tracesets.problems import Conflict, InvalidRequest, NotFound, Problem, Unprocessable
 from tracesets.records import Traceset
@@ -112,6 +114,9 @@ class TracesetService:
         self.db = db
         self.store = store
         self.limits = limits or Limits()
+        #: Called after a traceset became ready with an inspection queued (from a worker
+        #: thread): the process's inspection queue starts on it without waiting to poll.
+        self.on_inspection_queued: Callable[[], None] | None = None
 
     # -- create ---------------------------------------------------------------------
 
@@ -302,6 +307,7 @@ class TracesetService:
             )
             if current is None:
                 raise _not_found(traceset_id)
+            queued = False
             if current.status == "pending":
                 for idx, digest in digests.items():
                     queries.mark_received(conn, seq=current.seq, idx=idx, sha256=digest, now=now)
@@ -309,7 +315,12 @@ class TracesetService:
                         conn, seq=current.seq, idx=idx, upload_id=None, part_size=None
                     )
                 queries.set_status(conn, seq=current.seq, status="ready", now=now)
+                if any(f.role == "primary" for f in current.files):
+                    queries.queue_inspection(conn, seq=current.seq)
+                    queued = True
             done = queries.get_traceset(conn, workspace=workspace, traceset_id=traceset_id)
+        if queued and self.on_inspection_queued is not None:
+            self.on_inspection_queued()
         assert done is not None
         return done
 
@@ -380,7 +391,9 @@ class TracesetService:
             queries.promote(conn, seq=traceset.seq, workload_metadata=check.serialized, now=_now())
             promoted = queries.get_traceset(conn, workspace=workspace, traceset_id=traceset_id)
         assert promoted is not None
-        return promoted, check.warnings
+        # What the traces say against the declaration informs rather than refuses:
+        # many frameworks profile only some ranks.
+        return promoted, [*check.warnings, *inspection_warnings(promoted)]
 
     # -- download, delete -------------------------------------------------------------------
 

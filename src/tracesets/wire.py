@@ -181,6 +181,39 @@ class TracesetFile(BaseModel):
     received: bool
 
 
+class InspectedFile(BaseModel):
+    file: str = Field(description="The traceset's file.")
+    member: str | None = Field(description="The archive member holding this trace, if any.")
+    format: str = Field(
+        description="kineto-json, kineto-json-gzip, chakra-host-et, et, nsys-rep or unknown."
+    )
+    size: int
+    rank: int | None
+    worldSize: int | None
+    backend: str | None
+    rankSource: Literal["header", "tail", "file name"] | None
+    problem: str | None = Field(description="Why the trace could not be read, or has no rank.")
+
+
+class Inspection(BaseModel):
+    """What the primary files' traces say about their ranks, read after `complete`."""
+
+    status: Literal["pending", "done", "failed"]
+    ranksFound: list[int]
+    worldSize: int | None = Field(description="The world size every trace agrees on, else null.")
+    worldSizes: list[int] = Field(description="Every world size found.")
+    missingRanks: list[int] = Field(
+        description="Ranks 0…N−1 with no trace, N being the declared rank count (else the world size)."
+    )
+    missingRankCount: int = Field(
+        description="How many ranks are missing; missingRanks lists at most 65,536 of them."
+    )
+    duplicateRanks: list[int]
+    unreadable: list[str]
+    warnings: list[str] = Field(description="Every disagreement with rankCountDerived, in words.")
+    files: list[InspectedFile]
+
+
 class Traceset(BaseModel):
     id: str
     name: str
@@ -195,6 +228,9 @@ class Traceset(BaseModel):
     )
     rankCountDerived: int | None = Field(
         description="The declared rank count; null when nothing is declared. Never changes."
+    )
+    inspection: Inspection | None = Field(
+        default=None, description="null until the traceset is complete, or without primary files."
     )
 
 

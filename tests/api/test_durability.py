@@ -9,7 +9,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.flows import send, upload
+from tests.flows import inspected, send, upload
 from tests.server import ServerProcess
 
 
@@ -21,7 +21,8 @@ def test_stop_and_restart_keeps_tracesets_and_files(tmp_path: Path) -> None:
         with httpx.Client(
             base_url=service.url, headers={"Authorization": f"Bearer {service.token}"}
         ) as api:
-            before = upload(api, {"rank0.json": data}, {"parallelism": {"dp": 2, "tp": 2}})
+            made = upload(api, {"rank0.json": data}, {"parallelism": {"dp": 2, "tp": 2}})
+            before = inspected(api, made["id"])
         service.stop()
         service.start()
         with httpx.Client(

@@ -13,10 +13,12 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
+from starlette.routing import Match
 
 from tracesets import __version__, tokens, web
 from tracesets.api import blobs, openapi, render, tracesets
 from tracesets.db.engine import Database
+from tracesets.inspection_queue import InspectionQueue
 from tracesets.problems import (
     InvalidRequest,
     NotFound,
@@ -92,6 +94,18 @@ def _validation_problems(exc: RequestValidationError) -> list[Problem]:
     return problems or [Problem("", None, "The request is invalid")]
 
 
+def _allowed_methods(request: Request) -> list[str]:
+    """Every method some route answers at the request's path (for a 405's Allow)."""
+    routes = request.app.router.routes
+    return [
+        method
+        for method in ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
+        if any(
+            route.matches({**request.scope, "method": method})[0] == Match.FULL for route in routes
+        )
+    ]
+
+
 def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(TracesetsError)
     async def on_tracesets_error(_: Request, exc: TracesetsError) -> Response:
@@ -114,9 +128,10 @@ def _install_error_handlers(app: FastAPI) -> None:
             )
         detail = str(exc.detail)
         slug = detail.lower().replace(" ", "-")
-        return render.problem(
-            exc.status_code, slug, detail, detail, headers=dict(exc.headers or {})
-        )
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:  # Starlette names only the first matching route's methods
+            headers["Allow"] = ", ".join(_allowed_methods(request))
+        return render.problem(exc.status_code, slug, detail, detail, headers=headers)
 
     @app.exception_handler(ClientDisconnect)
     async def on_disconnect(_: Request, __: ClientDisconnect) -> Response:
@@ -130,11 +145,22 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         service, transfers = await run_in_threadpool(build_service, settings)
         app.state.service, app.state.transfers = service, transfers
-        sweeper = asyncio.create_task(_sweep_forever(service, settings.pending_ttl))
+        inspections = InspectionQueue(service.db, service.store)
+        loop = asyncio.get_running_loop()
+
+        def wake_inspections() -> None:  # called from worker threads
+            loop.call_soon_threadsafe(inspections.wake.set)
+
+        service.on_inspection_queued = wake_inspections
+        background = [
+            asyncio.create_task(_sweep_forever(service, settings.pending_ttl)),
+            asyncio.create_task(inspections.run_forever()),
+        ]
         try:
             yield
         finally:
-            sweeper.cancel()
+            for task in background:
+                task.cancel()
             service.db.dispose()
 
     app = FastAPI(

@@ -11,7 +11,7 @@ from fastapi import Response
 
 from tracesets import jsontext
 from tracesets.problems import Problem, TracesetsError
-from tracesets.records import Traceset
+from tracesets.records import InspectionRecord, Traceset
 from tracesets.service import Page, UploadStatus, UploadTarget
 
 PROBLEM_JSON = "application/problem+json"
@@ -46,7 +46,23 @@ def traceset(t: Traceset) -> dict[str, Any]:
             orjson.Fragment(t.workload_metadata) if t.workload_metadata is not None else None
         ),
         "rankCountDerived": t.rank_count,
+        "inspection": inspection(t.inspection),
     }
+
+
+_NOTHING_YET = (
+    b'"ranksFound":[],"worldSize":null,"worldSizes":[],"missingRanks":[],"missingRankCount":0,'
+    b'"duplicateRanks":[],"unreadable":[],"warnings":[],"files":[]}'
+)
+
+
+def inspection(record: InspectionRecord | None) -> orjson.Fragment | None:
+    """The stored inspection JSON behind its status; running shows as pending."""
+    if record is None:
+        return None
+    status = "pending" if record.status == "running" else record.status
+    body = record.result[1:] if record.result is not None else _NOTHING_YET
+    return orjson.Fragment(b'{"status":"' + status.encode() + b'",' + body)
 
 
 def upload_target(target: UploadTarget) -> dict[str, Any]:

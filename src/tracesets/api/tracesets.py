@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Query, Response
+from fastapi import APIRouter, Depends, Header, Query, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import RedirectResponse
 
@@ -19,6 +19,7 @@ from tracesets.api.deps import (
 )
 from tracesets.api.openapi import errors, json_body
 from tracesets.db.queries import ListFilter
+from tracesets.problems import NotFound, Problem
 from tracesets.records import Status
 from tracesets.wire import (
     PromotedTraceset,
@@ -29,6 +30,21 @@ from tracesets.wire import (
 )
 
 router = APIRouter(prefix="/api/v1/tracesets", tags=["tracesets"])
+
+#: Text a filter can match: no stored string holds U+0000 (PostgreSQL cannot store one).
+_NO_NUL = r"^[^\x00]*$"
+
+
+async def _traceset_id(traceset_id: str) -> str:
+    """The path's id. One holding U+0000 names no traceset (and PostgreSQL cannot compare it)."""
+    if "\x00" in traceset_id:
+        raise NotFound.of(
+            [Problem("id", traceset_id, "No traceset with this id in this workspace")]
+        )
+    return traceset_id
+
+
+TracesetId = Annotated[str, Depends(_traceset_id)]
 
 
 @router.post(
@@ -74,7 +90,7 @@ async def request_upload_urls(
     responses=errors(401, 403, 404, 429),
 )
 async def get_upload_status(
-    service: Service, workspace: ReadWorkspace, traceset_id: str, base: BaseURL
+    service: Service, workspace: ReadWorkspace, traceset_id: TracesetId, base: BaseURL
 ) -> Response:
     status = await run_in_threadpool(service.upload_status, workspace, traceset_id, base)
     return render.json_response(render.upload_status(status))
@@ -89,7 +105,7 @@ async def get_upload_status(
     responses=errors(401, 403, 404, 409, 429),
 )
 async def complete_traceset(
-    service: Service, workspace: WriteWorkspace, traceset_id: str
+    service: Service, workspace: WriteWorkspace, traceset_id: TracesetId
 ) -> Response:
     traceset = await run_in_threadpool(service.complete, workspace, traceset_id)
     return render.json_response(render.traceset(traceset))
@@ -101,7 +117,9 @@ async def complete_traceset(
     response_model=Traceset,
     responses=errors(401, 403, 404, 429),
 )
-async def get_traceset(service: Service, workspace: ReadWorkspace, traceset_id: str) -> Response:
+async def get_traceset(
+    service: Service, workspace: ReadWorkspace, traceset_id: TracesetId
+) -> Response:
     traceset = await run_in_threadpool(service.get, workspace, traceset_id)
     return render.json_response(render.traceset(traceset))
 
@@ -122,10 +140,17 @@ async def list_tracesets(
         int | None, Query(ge=1, le=2_147_483_647, description="Matches rankCountDerived.")
     ] = None,
     workload_family: Annotated[
-        str | None, Query(description="Exact match on the string workloadMetadata.workload_family.")
+        str | None,
+        Query(
+            pattern=_NO_NUL,
+            description="Exact match on the string workloadMetadata.workload_family.",
+        ),
     ] = None,
     workload_name: Annotated[
-        str | None, Query(description="Exact match on the string workloadMetadata.workload_name.")
+        str | None,
+        Query(
+            pattern=_NO_NUL, description="Exact match on the string workloadMetadata.workload_name."
+        ),
     ] = None,
     global_batch_size: Annotated[
         int | None,
@@ -133,6 +158,13 @@ async def list_tracesets(
             ge=1,
             le=2**63 - 1,
             description="Matches the integer workloadMetadata.shape.global_batch_size.",
+        ),
+    ] = None,
+    inspected_ok: Annotated[
+        bool | None,
+        Query(
+            description="true: inspected, and the traces agree with the declaration; false: "
+            "inspected, and they disagree (see inspection.warnings), or inspection failed."
         ),
     ] = None,
     limit: Annotated[int, Query(ge=1, le=500, description="Page size, 1 to 500.")] = 50,
@@ -146,6 +178,7 @@ async def list_tracesets(
         workload_family=workload_family,
         workload_name=workload_name,
         global_batch_size=global_batch_size,
+        inspected_ok=inspected_ok,
     )
     page = await run_in_threadpool(service.list_page, workspace, where, limit=limit, cursor=cursor)
     return render.json_response(render.page(page))
@@ -164,7 +197,7 @@ async def list_tracesets(
     openapi_extra=json_body("PromoteRequest"),
 )
 async def promote_traceset(
-    service: Service, workspace: PromoteWorkspace, traceset_id: str, body: Body
+    service: Service, workspace: PromoteWorkspace, traceset_id: TracesetId, body: Body
 ) -> Response:
     traceset, warnings = await run_in_threadpool(service.promote, workspace, traceset_id, body)
     return render.json_response({**render.traceset(traceset), "warnings": warnings})
@@ -182,7 +215,7 @@ async def promote_traceset(
     },
 )
 async def download_file(
-    service: Service, workspace: ReadWorkspace, traceset_id: str, name: str, base: BaseURL
+    service: Service, workspace: ReadWorkspace, traceset_id: TracesetId, name: str, base: BaseURL
 ) -> RedirectResponse:
     url = await run_in_threadpool(service.download_url, workspace, traceset_id, name, base)
     return RedirectResponse(url, status_code=307)
@@ -196,7 +229,7 @@ async def download_file(
     responses=errors(401, 403, 404, 429),
 )
 async def delete_traceset(
-    service: Service, workspace: WriteWorkspace, traceset_id: str
+    service: Service, workspace: WriteWorkspace, traceset_id: TracesetId
 ) -> Response:
     await run_in_threadpool(service.delete, workspace, traceset_id)
     return Response(status_code=204)

@@ -14,8 +14,8 @@ from typing import Any
 
 from sqlalchemy import Connection, Row, delete, insert, select, update
 
-from tracesets.db.tables import files, idempotency_keys, tracesets
-from tracesets.records import Status, StoredFile, Traceset
+from tracesets.db.tables import files, idempotency_keys, inspections, tracesets
+from tracesets.records import InspectionRecord, Status, StoredFile, Traceset
 from tracesets.uploadrequest import UploadRequest
 
 
@@ -33,6 +33,7 @@ class ListFilter:
     workload_family: str | None = None
     workload_name: str | None = None
     global_batch_size: int | None = None
+    inspected_ok: bool | None = None
 
 
 # Built once: a statement object is reusable, and building it per call is most of
@@ -145,7 +146,23 @@ def _files_by_seq(conn: Connection, seqs: Sequence[int]) -> dict[int, list[Store
     return grouped
 
 
-def _traceset(row: Row[Any], stored_files: list[StoredFile]) -> Traceset:
+def _inspections_by_seq(conn: Connection, seqs: Sequence[int]) -> dict[int, InspectionRecord]:
+    if not seqs:
+        return {}
+    rows = conn.execute(
+        select(inspections.c.traceset_seq, inspections.c.status, inspections.c.result).where(
+            inspections.c.traceset_seq.in_(seqs)
+        )
+    )
+    return {
+        row.traceset_seq: InspectionRecord(row.status, row.result.encode() if row.result else None)
+        for row in rows
+    }
+
+
+def _traceset(
+    row: Row[Any], stored_files: list[StoredFile], inspection: InspectionRecord | None = None
+) -> Traceset:
     created, updated = _utc(row.created_at), _utc(row.updated_at)
     assert created is not None and updated is not None
     metadata = row.workload_metadata
@@ -162,6 +179,7 @@ def _traceset(row: Row[Any], stored_files: list[StoredFile]) -> Traceset:
         workload_metadata=metadata.encode() if metadata is not None else None,
         rank_count=row.rank_count,
         files=stored_files,
+        inspection=inspection,
     )
 
 
@@ -177,7 +195,11 @@ def get_traceset(
     row = conn.execute(query).one_or_none()
     if row is None:
         return None
-    return _traceset(row, _files_by_seq(conn, [row.seq]).get(row.seq, []))
+    return _traceset(
+        row,
+        _files_by_seq(conn, [row.seq]).get(row.seq, []),
+        _inspections_by_seq(conn, [row.seq]).get(row.seq),
+    )
 
 
 def list_tracesets(
@@ -194,11 +216,18 @@ def list_tracesets(
         query = query.where(tracesets.c.workload_name == where.workload_name)
     if where.global_batch_size is not None:
         query = query.where(tracesets.c.global_batch_size == where.global_batch_size)
+    if where.inspected_ok is not None:
+        query = query.where(
+            tracesets.c.seq.in_(
+                select(inspections.c.traceset_seq).where(inspections.c.ok.is_(where.inspected_ok))
+            )
+        )
     if before_seq is not None:
         query = query.where(tracesets.c.seq < before_seq)
     rows = conn.execute(query.order_by(tracesets.c.seq.desc()).limit(limit)).all()
-    by_seq = _files_by_seq(conn, [row.seq for row in rows])
-    return [_traceset(row, by_seq.get(row.seq, [])) for row in rows]
+    seqs = [row.seq for row in rows]
+    by_seq, inspected = _files_by_seq(conn, seqs), _inspections_by_seq(conn, seqs)
+    return [_traceset(row, by_seq.get(row.seq, []), inspected.get(row.seq)) for row in rows]
 
 
 def mark_received(conn: Connection, *, seq: int, idx: int, sha256: str, now: datetime) -> None:
@@ -286,3 +315,64 @@ def insert_idempotency_key(
             created_at=now,
         )
     )
+
+
+# -- inspections -------------------------------------------------------------------------
+
+
+def queue_inspection(conn: Connection, *, seq: int) -> None:
+    conn.execute(insert(inspections).values(traceset_seq=seq, status="pending", attempts=0))
+
+
+def claim_inspection(
+    conn: Connection, *, now: datetime, stale_before: datetime
+) -> tuple[int, int] | None:
+    """Take one inspection to run: a pending one, or one whose claim went stale.
+
+    Returns (traceset seq, attempts so far). PostgreSQL skips rows other processes
+    hold; SQLite's write transaction is already exclusive.
+    """
+    candidate = (
+        select(inspections.c.traceset_seq, inspections.c.attempts)
+        .where(
+            (inspections.c.status == "pending")
+            | ((inspections.c.status == "running") & (inspections.c.claimed_at < stale_before))
+        )
+        .order_by(inspections.c.traceset_seq)
+        .limit(1)
+    )
+    if conn.dialect.name != "sqlite":
+        candidate = candidate.with_for_update(skip_locked=True)
+    row = conn.execute(candidate).one_or_none()
+    if row is None:
+        return None
+    conn.execute(
+        update(inspections)
+        .where(inspections.c.traceset_seq == row.traceset_seq)
+        .values(status="running", claimed_at=now, attempts=row.attempts + 1)
+    )
+    return row.traceset_seq, row.attempts + 1
+
+
+def finish_inspection(
+    conn: Connection, *, seq: int, status: str, ok: bool | None, result: bytes, now: datetime
+) -> None:
+    conn.execute(
+        update(inspections)
+        .where(inspections.c.traceset_seq == seq)
+        .values(status=status, ok=ok, result=result.decode(), finished_at=now)
+    )
+
+
+def release_inspection(conn: Connection, *, seq: int) -> None:
+    """Put a claimed inspection back to pending (its run failed; it will be tried again)."""
+    conn.execute(
+        update(inspections).where(inspections.c.traceset_seq == seq).values(status="pending")
+    )
+
+
+def traceset_by_seq(conn: Connection, seq: int) -> Traceset | None:
+    row = conn.execute(select(tracesets).where(tracesets.c.seq == seq)).one_or_none()
+    if row is None:
+        return None
+    return _traceset(row, _files_by_seq(conn, [seq]).get(seq, []))

@@ -87,3 +87,15 @@ files = Table(
     Column("upload_id", String(1024), nullable=True),  # the store's multipart upload
     Column("part_size", BigInteger, nullable=True),
 )
+
+inspections = Table(
+    "inspections",
+    metadata,
+    Column("traceset_seq", Seq, ForeignKey("tracesets.seq", ondelete="CASCADE"), primary_key=True),
+    Column("status", String(16), nullable=False),  # pending, running, done, failed
+    Column("attempts", Integer, nullable=False),
+    Column("claimed_at", DateTime(timezone=True), nullable=True),
+    Column("finished_at", DateTime(timezone=True), nullable=True),
+    Column("ok", Boolean, nullable=True),  # done and nothing disagrees
+    Column("result", Text, nullable=True),  # JSON: the summary and every file's finding
+)

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
+from tracesets.inspection.source import ByteSource
+
 
 @dataclass(frozen=True, slots=True)
 class PartTarget:
@@ -69,6 +71,10 @@ class BlobStore(Protocol):
         ...
 
     def download_url(self, key: str, *, filename: str, base_url: str) -> str: ...
+
+    def open_source(self, key: str) -> ByteSource:
+        """Ranged reads of a stored file, for inspection (never the whole file at once)."""
+        ...
 
     def abort_upload(self, key: str, upload_id: str) -> None:
         """Drop a multipart upload's parts; nothing if it is already gone."""

@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
 
+from tracesets.inspection.source import FileSource
 from tracesets.problems import InvalidRequest, Problem
 from tracesets.storage.base import UploadIncomplete, UploadPlan
 from tracesets.storage.signing import Method, URLSigner
@@ -218,6 +219,9 @@ class LocalBlobStore:
 
     def download_url(self, key: str, *, filename: str, base_url: str) -> str:
         return self._signed_url("GET", key, self.download_ttl, base_url)[0]
+
+    def open_source(self, key: str) -> FileSource:
+        return FileSource(self.path(key))
 
     def abort_upload(self, key: str, upload_id: str) -> None:
         """Nothing to abort: a local upload is one PUT, and a refused one leaves nothing."""

@@ -36,6 +36,27 @@ MAX_PRESIGN_SECONDS: Final = 7 * 24 * 3600  # SigV4's limit
 _READ_CHUNK: Final = 8 * MIB
 
 
+class S3Source:
+    """A stored object read by ranges (HTTP Range GETs): inspection reads heads and tails."""
+
+    def __init__(self, s3: Any, bucket: str, key: str, size: int) -> None:
+        self._s3, self._bucket, self._key, self._size = s3, bucket, key, size
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    def read(self, offset: int, length: int) -> bytes:
+        if length <= 0 or offset >= self._size:
+            return b""
+        last = min(offset + length, self._size) - 1
+        body = self._s3.get_object(
+            Bucket=self._bucket, Key=self._key, Range=f"bytes={offset}-{last}"
+        )["Body"]
+        data: bytes = body.read()
+        return data
+
+
 @dataclass(frozen=True)
 class S3Location:
     bucket: str
@@ -297,6 +318,14 @@ class S3BlobStore:
             Key=self._key(key),
             ResponseContentDisposition=disposition,
         )
+
+    def open_source(self, key: str) -> S3Source:
+        size = self._object_size(key)
+        if size is None:
+            raise FileNotFoundError(
+                f"no object {self._key(key)!r} in bucket {self.location.bucket!r}"
+            )
+        return S3Source(self.s3, self.location.bucket, self._key(key), size)
 
     def abort_upload(self, key: str, upload_id: str) -> None:
         try:

@@ -1,0 +1,142 @@
+"""Where a traceset file's bytes come from, read by offset: a local file, memory, S3.
+
+Inspection never holds a whole file. It asks a ``ByteSource`` for a few ranges (the
+head, the tail, an archive's directory) and, for compressed data, streams it through in
+small pieces. The service implements ``ByteSource`` with S3 ranged GETs; here are the
+local file and in-memory ones, a window onto another source (a tar member, a stored zip
+member), and a seekable file object over any source for ``zipfile`` and ``tarfile``.
+
+A failure of the source itself (a disk error, a storage request that failed) is not bad
+input: it is raised as ``SourceError`` so that the caller can retry or fail the job,
+where bad bytes only ever become a finding.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+from typing import Final, Protocol
+
+#: Reads of the seekable adapter are rounded up to this, so ``zipfile``'s many small
+#: header reads cost one request each, not one per field.
+BUFFER_SIZE: Final = 64 * 1024
+#: Gzip read straight through is read ahead this far: 1,024 requests for 1 GiB.
+READ_AHEAD: Final = 1024 * 1024
+
+
+class ByteSource(Protocol):
+    @property
+    def size(self) -> int: ...
+
+    def read(self, offset: int, length: int) -> bytes:
+        """``length`` bytes from ``offset``; fewer only when the source ends first."""
+        ...
+
+
+class SourceError(Exception):
+    """Reading the source failed (I/O, storage); the bytes themselves were never judged."""
+
+
+def fetch(source: ByteSource, offset: int, length: int) -> bytes:
+    """``source.read`` within the source's bounds, its own failures raised as SourceError."""
+    offset = max(0, offset)
+    length = max(0, min(length, source.size - offset))
+    if length == 0:
+        return b""
+    try:
+        data = source.read(offset, length)
+    except Exception as error:
+        raise SourceError(
+            f"reading {length:,} bytes at offset {offset:,} failed: {error}"
+        ) from error
+    return data[:length]
+
+
+class FileSource:
+    """A local file. Each read opens it afresh: nothing to close, safe across threads."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._size = self.path.stat().st_size
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    def read(self, offset: int, length: int) -> bytes:
+        with self.path.open("rb") as handle:
+            handle.seek(offset)
+            return handle.read(length)
+
+
+class BytesSource:
+    """Bytes in memory, for tests and small uploads."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = bytes(data)
+
+    @property
+    def size(self) -> int:
+        return len(self._data)
+
+    def read(self, offset: int, length: int) -> bytes:
+        return self._data[offset : offset + length]
+
+
+class SliceSource:
+    """``length`` bytes of another source from ``start``: a member stored whole in an archive."""
+
+    def __init__(self, source: ByteSource, start: int, length: int) -> None:
+        self._source = source
+        self._start = start
+        self._size = max(0, min(length, source.size - start))
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    def read(self, offset: int, length: int) -> bytes:
+        length = min(length, self._size - offset)
+        if length <= 0:
+            return b""
+        return self._source.read(self._start + offset, length)
+
+
+class SourceReader(io.RawIOBase):
+    """A read-only, seekable raw file over a ByteSource; wrap it with ``open_source``."""
+
+    def __init__(self, source: ByteSource) -> None:
+        super().__init__()
+        self._source = source
+        self._position = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._position
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._position, io.SEEK_END: self._source.size}
+        if whence not in base:
+            raise ValueError(f"invalid whence {whence}")
+        position = base[whence] + offset
+        if position < 0:
+            raise OSError("seek before the start of the file")
+        self._position = position
+        return position
+
+    def readinto(self, buffer: memoryview | bytearray) -> int:  # type: ignore[override]
+        data = fetch(self._source, self._position, len(buffer))
+        buffer[: len(data)] = data
+        self._position += len(data)
+        return len(data)
+
+
+def open_source(source: ByteSource, buffer_size: int = BUFFER_SIZE) -> io.BufferedReader:
+    """A seekable binary file over ``source`` with a small buffer, for zipfile and tarfile."""
+    return io.BufferedReader(SourceReader(source), buffer_size=buffer_size)

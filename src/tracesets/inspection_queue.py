@@ -1,0 +1,155 @@
+"""Inspecting completed tracesets in the background, in whichever process is free.
+
+``complete`` queues an inspection in the same transaction that makes the traceset
+ready; every service process runs an ``InspectionQueue`` that claims queued work from
+the database, reads the trace files through the store (ranged reads, never a whole
+file) and records what they say. A process that dies mid-inspection leaves a claim
+that goes stale, and another process takes it over; after three failed runs the
+inspection is recorded as failed with the reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final
+
+import orjson
+from fastapi.concurrency import run_in_threadpool
+
+from tracesets.db import queries
+from tracesets.db.engine import Database
+from tracesets.inspection import FileFinding, Summary, inspect_file, summarize
+from tracesets.records import Traceset
+from tracesets.storage.base import BlobStore
+
+log = logging.getLogger("tracesets.inspection")
+
+STALE_AFTER: Final = timedelta(minutes=10)
+MAX_ATTEMPTS: Final = 3
+IDLE_SECONDS: Final = 2.0
+
+
+def _finding(finding: FileFinding) -> dict[str, Any]:
+    return {
+        "file": finding.file,
+        "member": finding.member,
+        "format": finding.format,
+        "size": finding.size,
+        "rank": finding.rank,
+        "worldSize": finding.world_size,
+        "backend": finding.backend,
+        "rankSource": finding.rank_source,
+        "problem": finding.problem,
+    }
+
+
+def result_json(summary: Summary, findings: list[FileFinding]) -> bytes:
+    """The inspection as the API shows it (less its status)."""
+    return orjson.dumps(
+        {
+            "ranksFound": summary.ranks_found,
+            "worldSize": summary.world_size,
+            "worldSizes": summary.world_sizes,
+            "missingRanks": summary.missing_ranks,
+            "missingRankCount": summary.missing_rank_count,
+            "duplicateRanks": summary.duplicate_ranks,
+            "unreadable": summary.unreadable,
+            "warnings": summary.warnings,
+            "files": [_finding(f) for f in findings],
+        }
+    )
+
+
+def failure_json(reason: str) -> bytes:
+    return orjson.dumps(
+        {
+            "ranksFound": [],
+            "worldSize": None,
+            "worldSizes": [],
+            "missingRanks": [],
+            "missingRankCount": 0,
+            "duplicateRanks": [],
+            "unreadable": [],
+            "warnings": [f"The traces could not be inspected: {reason}"],
+            "files": [],
+        }
+    )
+
+
+def inspection_warnings(traceset: Traceset) -> list[str]:
+    """The disagreements a finished inspection found (for promotion's warnings)."""
+    inspection = traceset.inspection
+    if inspection is None or inspection.status != "done" or inspection.result is None:
+        return []
+    warnings: list[str] = orjson.loads(inspection.result)["warnings"]
+    return warnings
+
+
+class InspectionQueue:
+    def __init__(self, db: Database, store: BlobStore) -> None:
+        self.db = db
+        self.store = store
+        self.wake = asyncio.Event()
+
+    def inspect(self, traceset: Traceset) -> tuple[Summary, list[FileFinding]]:
+        findings: list[FileFinding] = []
+        for f in traceset.files:
+            if f.role == "primary":
+                source = self.store.open_source(f"{traceset.id}/{f.idx}")
+                findings.extend(inspect_file(f.name, source))
+        return summarize(findings, declared_rank_count=traceset.rank_count), findings
+
+    def run_one(self) -> bool:
+        """Claim and run one queued inspection; False when there was nothing to do."""
+        now = datetime.now(UTC)
+        with self.db.write() as conn:
+            claimed = queries.claim_inspection(conn, now=now, stale_before=now - STALE_AFTER)
+        if claimed is None:
+            return False
+        seq, attempts = claimed
+        with self.db.read() as conn:
+            traceset = queries.traceset_by_seq(conn, seq)
+        if traceset is None:
+            return True  # deleted meanwhile; its inspection row went with it
+        try:
+            summary, findings = self.inspect(traceset)
+        except Exception as exc:  # the store failed, not the traces: those become findings
+            log.exception("inspecting traceset %s failed (attempt %d)", traceset.id, attempts)
+            with self.db.write() as conn:
+                if attempts >= MAX_ATTEMPTS:
+                    queries.finish_inspection(
+                        conn,
+                        seq=seq,
+                        status="failed",
+                        ok=False,
+                        result=failure_json(str(exc)),
+                        now=now,
+                    )
+                else:
+                    queries.release_inspection(conn, seq=seq)
+            return True
+        with self.db.write() as conn:
+            queries.finish_inspection(
+                conn,
+                seq=seq,
+                status="done",
+                ok=not summary.warnings,
+                result=result_json(summary, findings),
+                now=datetime.now(UTC),
+            )
+        return True
+
+    async def run_forever(self) -> None:
+        while True:
+            try:
+                busy = await run_in_threadpool(self.run_one)
+            except Exception:  # the database is unreachable: try again after a pause
+                log.exception("the inspection queue could not claim work")
+                busy = False
+            if not busy:
+                self.wake.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.wake.wait(), IDLE_SECONDS)
