@@ -48,6 +48,10 @@ def wait_until_serving(url: str, process: subprocess.Popen[bytes], log: Path) ->
     raise RuntimeError(f"{url} did not answer within 60 s; see {log}")
 
 
+#: Benchmarks measure what the service can do, not its per-token rate limit.
+NO_RATE_LIMIT: Final = {"TRACESETS_RATE_LIMIT": "1000000000", "TRACESETS_RATE_BURST": "1000000000"}
+
+
 @contextmanager
 def running(
     argv: Sequence[str],
@@ -64,7 +68,7 @@ def running(
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
-            env={**os.environ, **(env or {})},
+            env={**os.environ, **NO_RATE_LIMIT, **(env or {})},
             cwd=cwd,
         )
         try:
