@@ -69,3 +69,27 @@ def test_filtered_pages_follow_the_cursor(api: httpx.Client) -> None:
 def test_bad_global_batch_size_filter_is_400(api: httpx.Client, value: str) -> None:
     answer = api.get("/api/v1/tracesets", params={"global_batch_size": value})
     assert answer.status_code == 400 and problems(answer)[0]["member"] == "global_batch_size"
+
+
+def test_combined_filters_find_old_matches_beyond_the_first_candidates(api: httpx.Client) -> None:
+    """The lead filter picks candidates in batches; a rare second filter reaches past them."""
+    old = [
+        upload(api, {"a": b"x"}, {"shape": {"rankCount": 8}, "workload_family": "deep"})["id"]
+        for _ in range(3)
+    ]
+    for _ in range(230):
+        made(api, {"workload_family": "deep"})
+    first = api.get(
+        "/api/v1/tracesets", params={"workload_family": "deep", "status": "ready", "limit": 2}
+    ).json()
+    second = api.get(
+        "/api/v1/tracesets",
+        params={
+            "workload_family": "deep",
+            "status": "ready",
+            "limit": 2,
+            "cursor": first["nextCursor"],
+        },
+    ).json()
+    assert [t["id"] for t in first["items"] + second["items"]] == old[::-1]
+    assert second["nextCursor"] is None
