@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.inspection.kineto_writer import kineto_trace
 from tests.server import BIN, ServerProcess, free_port
 from tracesets import Client
 
@@ -41,17 +42,11 @@ def run_tracesets(
 
 
 @pytest.fixture
-def tracesets(server: ServerProcess, workspace_token: str) -> Run:
-    env = {"TRACESETS_URL": server.url, "TRACESETS_TOKEN": workspace_token}
-    return lambda *args, **kw: run_tracesets(*args, env={**env, **kw.pop("env", {})}, **kw)
-
-
-@pytest.fixture
 def run_dir(tmp_path: Path) -> Path:
     run = tmp_path / "gpt-run-7"
     (run / "logs").mkdir(parents=True)
-    for rank in range(4):
-        (run / f"rank{rank}.json").write_bytes(os.urandom(400_000))
+    for rank in range(4):  # real-looking traces: upload reads their ranks before sending
+        (run / f"rank{rank}.json").write_bytes(kineto_trace(rank, 4, size=400_000, seed=rank))
     (run / "logs" / "train.log").write_text("step 1\n")
     return run
 

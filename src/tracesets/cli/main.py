@@ -11,7 +11,7 @@ import sys
 
 import typer
 
-from tracesets.cli import server, tracesets, upload
+from tracesets.cli import inspect, server, tracesets, upload
 from tracesets.cli.output import REFUSED, error_lines, warn
 from tracesets.client import ClientError
 
@@ -30,6 +30,7 @@ app.command("show")(tracesets.show)
 app.command("promote")(tracesets.promote)
 app.command("download")(tracesets.download)
 app.command("delete")(tracesets.delete)
+app.command("inspect")(inspect.inspect)
 app.command("serve")(server.serve)
 app.add_typer(token_app, name="token")
 token_app.command("create")(server.token_create)

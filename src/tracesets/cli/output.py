@@ -59,8 +59,8 @@ def error_lines(error: ClientError) -> list[str]:
         lines.append(f"  {where}{problem.message}")
     if error.traceset_id is not None:
         lines.append(
-            f"The traceset {error.traceset_id} stays pending; the same command with "
-            f"--resume {error.traceset_id} sends only what has not arrived."
+            f"The traceset {error.traceset_id} stays pending; running the same command again "
+            "sends only what has not arrived."
         )
     return lines
 

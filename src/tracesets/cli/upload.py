@@ -8,11 +8,15 @@ from typing import Annotated
 
 import typer
 
+from tracesets import workload
 from tracesets.cli import metadata, options
-from tracesets.cli.output import say, size
+from tracesets.cli.inspect import inspect_local
+from tracesets.cli.output import say, size, warn
 from tracesets.cli.progress import display
 from tracesets.client import Traceset, protocol
-from tracesets.client.files import collect, total_size
+from tracesets.client.files import LocalFile, collect, total_size
+from tracesets.inspection import summarize
+from tracesets.jsontext import JsonValue
 
 
 def upload(
@@ -114,6 +118,13 @@ def upload(
             show_default=False,
         ),
     ] = None,
+    infer_rank_count: Annotated[
+        bool,
+        typer.Option(
+            "--infer-rank-count",
+            help="With no rank count given, declare the world size the traces hold.",
+        ),
+    ] = False,
     concurrency: Annotated[int, typer.Option(min=1, max=64, help="PUTs at once.")] = 8,
     as_json: options.Json = False,
     url: options.Url = None,
@@ -133,6 +144,7 @@ def upload(
     name = name or paths[0].resolve().name
     files = collect(paths, supporting or ())
     if resume is None:
+        workload_metadata = check_against_traces(files, workload_metadata, infer=infer_rank_count)
         # The very same rules as the service, before a byte is read or a request sent.
         protocol.upload_url_body(
             name=name,
@@ -167,6 +179,39 @@ def upload(
         say(traceset.model_dump_json(indent=2))
     else:
         say(summary(traceset))
+
+
+def check_against_traces(
+    files: list[LocalFile], workload_metadata: JsonValue, *, infer: bool
+) -> JsonValue:
+    """Read the traces' own ranks before sending a byte: propose, infer or warn.
+
+    With no rank count declared, the world size the traces agree on is proposed (and
+    declared with ``--infer-rank-count``); with one declared, every disagreement is a
+    warning. Traces of only some ranks are normal: they inform, they do not refuse.
+    """
+    rules = workload.check_rank_count(workload_metadata, has_primary_files=False)
+    if rules.problems:
+        return workload_metadata  # the rules refuse it anyway, and say why
+    findings = inspect_local(files)
+    if not findings:
+        return workload_metadata
+    declared = rules.rank_count
+    found = summarize(findings, declared_rank_count=declared)
+    if declared is None and found.world_size is not None:
+        if infer and isinstance(workload_metadata, dict | None):
+            shape = dict((workload_metadata or {}).get("shape") or {})
+            shape["rankCount"] = found.world_size
+            warn(f"declaring shape.rankCount = {found.world_size}: the world size the traces hold")
+            return {**(workload_metadata or {}), "shape": shape}
+        warn(
+            f"The traces say the world size is {found.world_size}: declare it with "
+            f"--rank-count {found.world_size}, or let --infer-rank-count do it."
+        )
+        return workload_metadata
+    for warning in found.warnings:
+        warn(f"warning: {warning}")
+    return workload_metadata
 
 
 def summary(traceset: Traceset) -> str:

@@ -18,6 +18,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from tracesets import jsontext
+
 
 def default_path() -> Path:
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
@@ -26,10 +28,10 @@ def default_path() -> Path:
 
 def fingerprint(url: str, token: str | None, body: dict[str, Any]) -> str:
     """The same for the same upload to the same place, different for any other."""
-    material = json.dumps(
-        [url, hashlib.sha256((token or "").encode()).hexdigest(), body], sort_keys=True
-    )
-    return hashlib.sha256(material.encode()).hexdigest()
+    token_digest = hashlib.sha256((token or "").encode()).hexdigest()
+    digest = hashlib.sha256(f"{url}\n{token_digest}\n".encode())
+    digest.update(jsontext.dumps(body))  # numbers as written: 0.10 stays 0.10
+    return digest.hexdigest()
 
 
 class UploadState:

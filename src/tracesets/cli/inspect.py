@@ -1,0 +1,144 @@
+"""``tracesets inspect``: what local traces say about their ranks, before any upload.
+
+The same reader the service runs after ``complete``, on local files: a file is never
+read whole. ``tracesets upload`` runs it too, to propose a rank count or to warn
+before sending a byte when the traces disagree with the declared one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from tracesets.cli.output import say, warn
+from tracesets.client.files import LocalFile, collect
+from tracesets.inspection import FileFinding, Summary, inspect_file, summarize
+from tracesets.inspection.source import FileSource, SourceError
+
+#: The table is the command's result: stdout, like every result.
+stdout = Console(highlight=False)
+
+
+def inspect_local(files: Sequence[LocalFile]) -> list[FileFinding]:
+    """Findings for the primary files among ``files``."""
+    findings: list[FileFinding] = []
+    for file in files:
+        if file.role != "primary":
+            continue
+        try:
+            findings.extend(inspect_file(file.name, FileSource(file.path)))
+        except (OSError, SourceError) as exc:
+            findings.append(
+                FileFinding(
+                    file=file.name,
+                    member=None,
+                    format="unknown",
+                    size=file.size,
+                    rank=None,
+                    world_size=None,
+                    backend=None,
+                    rank_source=None,
+                    problem=f"could not be read: {exc}",
+                    readable=False,
+                )
+            )
+    return findings
+
+
+def _ranks(numbers: Sequence[int], count: int | None = None) -> str:
+    """0-7, 9, 12-15 (and how many more when the list was cut)."""
+    runs: list[str] = []
+    for number in numbers:
+        if runs and "-" not in runs[-1] and int(runs[-1]) == number - 1:
+            runs[-1] = f"{runs[-1]}-{number}"
+        elif runs and "-" in runs[-1] and int(runs[-1].split("-")[1]) == number - 1:
+            runs[-1] = f"{runs[-1].split('-')[0]}-{number}"
+        else:
+            runs.append(str(number))
+    shown = ", ".join(runs) or "none"
+    extra = (count or 0) - len(numbers)
+    return f"{shown} (and {extra:,} more)" if extra > 0 else shown
+
+
+def print_report(findings: Sequence[FileFinding], summary: Summary) -> None:
+    table = Table("file", "format", "rank", "world size", "backend", "rank from", "problem")
+    for f in sorted(findings, key=lambda f: (f.rank is None, f.rank or 0, f.label)):
+        table.add_row(
+            f.label,
+            f.format,
+            "" if f.rank is None else str(f.rank),
+            "" if f.world_size is None else str(f.world_size),
+            f.backend or "",
+            f.rank_source or "",
+            f.problem or "",
+        )
+    stdout.print(table)
+    sizes = summary.world_sizes
+    say(f"ranks found: {_ranks(summary.ranks_found)}")
+    say(f"world size: {', '.join(map(str, sizes)) if sizes else 'unknown'}")
+    say(f"missing ranks: {_ranks(summary.missing_ranks, summary.missing_rank_count)}")
+    if summary.duplicate_ranks:
+        say(f"duplicated ranks: {_ranks(summary.duplicate_ranks)}")
+    for warning in summary.warnings:
+        warn(f"warning: {warning}")
+
+
+def inspect(
+    paths: Annotated[
+        list[Path],
+        typer.Argument(
+            metavar="PATH...",
+            exists=True,
+            help="Trace files, archives or folders.",
+            show_default=False,
+        ),
+    ],
+    rank_count: Annotated[
+        int | None,
+        typer.Option(
+            "--rank-count", min=1, help="Compare with this declared rank count.", show_default=False
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+) -> None:
+    """Print what each trace says about its rank, and what ranks are missing; upload nothing."""
+    findings = inspect_local(collect(paths, ()))
+    summary = summarize(findings, declared_rank_count=rank_count)
+    if as_json:
+        say(
+            json.dumps(
+                {
+                    "ranksFound": summary.ranks_found,
+                    "worldSize": summary.world_size,
+                    "worldSizes": summary.world_sizes,
+                    "missingRanks": summary.missing_ranks,
+                    "missingRankCount": summary.missing_rank_count,
+                    "duplicateRanks": summary.duplicate_ranks,
+                    "unreadable": summary.unreadable,
+                    "warnings": summary.warnings,
+                    "files": [
+                        {
+                            "file": f.file,
+                            "member": f.member,
+                            "format": f.format,
+                            "size": f.size,
+                            "rank": f.rank,
+                            "worldSize": f.world_size,
+                            "backend": f.backend,
+                            "rankSource": f.rank_source,
+                            "problem": f.problem,
+                        }
+                        for f in findings
+                    ],
+                },
+                indent=2,
+            )
+        )
+        return
+    print_report(findings, summary)
