@@ -170,39 +170,38 @@ class TracesetService:
         body_sha256: str,
         idempotency_key: str | None,
     ) -> Traceset:
-        for attempt in range(2):
-            try:
-                with self.db.write() as conn:
-                    if idempotency_key is not None:
-                        earlier = self._earlier_answer(
-                            conn, workspace, idempotency_key, body_sha256
-                        )
-                        if earlier is not None:
-                            return earlier
-                    now = _now()
-                    traceset = queries.insert_traceset(
-                        conn,
-                        workspace=workspace,
-                        traceset_id=traceset_id,
-                        request=request,
-                        uploads=[(p.upload_id, p.part_size) for p in plans],
-                        now=now,
-                    )
-                    if idempotency_key is not None:
-                        queries.insert_idempotency_key(
-                            conn,
-                            workspace=workspace,
-                            key=idempotency_key,
-                            request_sha256=body_sha256,
-                            traceset_id=traceset_id,
-                            now=now,
-                        )
-                    return traceset
-            except IntegrityError:
-                # Only the idempotency key can collide: the retry answers what the winner made.
-                if idempotency_key is None or attempt == 1:
-                    raise
-        raise AssertionError("unreachable")
+        def insert(conn: Connection) -> Traceset:
+            if idempotency_key is not None:
+                earlier = self._earlier_answer(conn, workspace, idempotency_key, body_sha256)
+                if earlier is not None:
+                    return earlier
+            now = _now()
+            traceset = queries.insert_traceset(
+                conn,
+                workspace=workspace,
+                traceset_id=traceset_id,
+                request=request,
+                uploads=[(p.upload_id, p.part_size) for p in plans],
+                now=now,
+            )
+            if idempotency_key is not None:
+                queries.insert_idempotency_key(
+                    conn,
+                    workspace=workspace,
+                    key=idempotency_key,
+                    request_sha256=body_sha256,
+                    traceset_id=traceset_id,
+                    now=now,
+                )
+            return traceset
+
+        try:
+            return self.db.write_soon(insert)
+        except IntegrityError:
+            # Only the idempotency key can collide: the retry answers what the winner made.
+            if idempotency_key is None:
+                raise
+            return self.db.write_soon(insert)
 
     def _abort(self, traceset_id: str, plans: list[UploadPlan]) -> None:
         for idx, plan in enumerate(plans):
