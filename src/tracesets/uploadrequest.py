@@ -194,6 +194,8 @@ def read_upload_request(
                 f"name must be a string of 1 to {MAX_NAME_CHARS} characters; got {show(name)}",
             )
         )
+    elif "\x00" in name:  # PostgreSQL cannot store it, so no backend does
+        problems.append(Problem("name", name, "name must not contain a NUL character"))
     description = body.get("description")
     if description is not None and not (
         isinstance(description, str)
@@ -206,6 +208,10 @@ def read_upload_request(
                 description,
                 f"description must be a string of at most {MAX_DESCRIPTION_CHARS:,} characters, or null",
             )
+        )
+    elif description is not None and "\x00" in description:
+        problems.append(
+            Problem("description", description, "description must not contain a NUL character")
         )
     files = _check_files(body.get("files"), problems, min(max_files, MAX_FILES))
     metadata = workload.check_upload_metadata(

@@ -6,7 +6,7 @@ These routes take no bearer token: the URL's signature and expiry are its author
 from __future__ import annotations
 
 import posixpath
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
@@ -36,6 +36,15 @@ Transfers = Annotated[LocalTransfers, Depends(get_transfers)]
 Expires = Annotated[str | None, Query(description="Expiry, as a Unix time; part of the signature.")]
 Signature = Annotated[str | None, Query(description="HMAC-SHA256 of method, file and expiry.")]
 
+#: With S3 storage these routes do not serve files: every request to them is 404.
+_NOT_HERE: dict[int | str, dict[str, Any]] = {
+    404: {
+        **errors(404)[404],
+        "description": "No such file, or its traceset was deleted. With S3 storage, every "
+        "request: the files are in S3, at the URLs S3 signs.",
+    }
+}
+
 
 @router.put(
     "/{traceset_id}/{idx}",
@@ -45,7 +54,8 @@ Signature = Annotated[str | None, Query(description="HMAC-SHA256 of method, file
     "nothing is kept. Sending the same bytes again is harmless.",
     responses={
         200: {"description": "The file arrived whole."},
-        **errors(400, 403, 404),
+        **errors(400, 403),
+        **_NOT_HERE,
     },
     openapi_extra={
         "requestBody": {
@@ -74,7 +84,7 @@ async def upload_file(
     "/{traceset_id}/{idx}",
     summary="Download a file's bytes from its signed URL",
     response_class=FileResponse,
-    responses={200: {"description": "The file's bytes."}, **errors(403, 404)},
+    responses={200: {"description": "The file's bytes."}, **errors(403), **_NOT_HERE},
 )
 async def download_signed_file(
     transfers: Transfers,

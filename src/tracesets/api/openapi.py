@@ -57,6 +57,18 @@ def json_body(schema: str) -> dict[str, Any]:
     }
 
 
+def _fastapi_422(response: dict[str, Any]) -> bool:
+    """FastAPI's own 422, never sent (validation problems are 400), not one a route documents."""
+    schema = response.get("content", {}).get("application/json", {}).get("schema", {})
+    return str(schema.get("$ref", "")).endswith("/HTTPValidationError")
+
+
+def _may_be_refused(parameter: dict[str, Any]) -> bool:
+    """Whether some value of the parameter fails validation: a bare string never does."""
+    schema = parameter.get("schema", {})
+    return schema.get("type") != "string" or bool(set(schema) - {"type", "title", "description"})
+
+
 def build(app: FastAPI) -> dict[str, Any]:
     if app.openapi_schema is not None:
         return app.openapi_schema
@@ -77,9 +89,12 @@ def build(app: FastAPI) -> dict[str, Any]:
         schemas.pop(name, None)
     for path in doc.get("paths", {}).values():
         for operation in path.values():
-            operation.get("responses", {}).pop("422", None)
-            if operation.get("parameters") and "400" not in operation["responses"]:
-                operation["responses"].update({str(k): v for k, v in errors(400).items()})
+            responses = operation.setdefault("responses", {})
+            if _fastapi_422(responses.get("422", {})):
+                del responses["422"]
+            parameters = operation.get("parameters", ())
+            if any(map(_may_be_refused, parameters)) and "400" not in responses:
+                responses.update({str(k): v for k, v in errors(400).items()})
     app.openapi_schema = doc
     return doc
 
