@@ -115,3 +115,13 @@ def test_null_metadata_is_absent(api: httpx.Client) -> None:
     got = api.get(f"/api/v1/tracesets/{created['tracesetId']}").json()
     assert got["rankCountDerived"] == 8
     assert got["workloadMetadata"] == {"shape": None, "parallelism": {"dp": 8, "tp": None}}
+
+
+def test_a_nul_character_in_metadata_is_stored_and_returned(api: httpx.Client) -> None:
+    """PostgreSQL's JSON functions refuse \\u0000; the service stores it all the same."""
+    metadata = '{"shape":{"rankCount":8},"workload_family":"a\\u0000b","workload_name":"nul"}'
+    created = post_raw(api, with_metadata(metadata))
+    assert created.status_code == 201, created.text
+    got = api.get(f"/api/v1/tracesets/{created.json()['tracesetId']}").json()
+    assert got["workloadMetadata"]["workload_family"] == "a\x00b"
+    assert api.get("/api/v1/tracesets", params={"workload_name": "other"}).json()["items"] == []

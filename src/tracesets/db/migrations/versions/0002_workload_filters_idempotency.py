@@ -30,15 +30,24 @@ _SQLITE = {
     "THEN json_extract(workload_metadata, '$.shape.global_batch_size') END",
 }
 
+# PostgreSQL's JSON functions refuse a whole document that holds \u0000 anywhere (they
+# cannot turn it into text), so such documents are looked at only when the stored
+# text has no such escape: they are stored and returned as given, but not indexed
+# for the filters. Nested CASEs fix the order of evaluation.
+_NO_NUL = "strpos(workload_metadata, '\\u0000') = 0"
+
 _POSTGRES = {
-    "workload_family": "CASE WHEN json_typeof(workload_metadata::json -> 'workload_family') = 'string' "
-    "THEN workload_metadata::json ->> 'workload_family' END",
-    "workload_name": "CASE WHEN json_typeof(workload_metadata::json -> 'workload_name') = 'string' "
-    "THEN workload_metadata::json ->> 'workload_name' END",
+    "workload_family": f"CASE WHEN {_NO_NUL} THEN CASE WHEN "
+    "json_typeof(workload_metadata::json -> 'workload_family') = 'string' "
+    "THEN workload_metadata::json ->> 'workload_family' END END",
+    "workload_name": f"CASE WHEN {_NO_NUL} THEN CASE WHEN "
+    "json_typeof(workload_metadata::json -> 'workload_name') = 'string' "
+    "THEN workload_metadata::json ->> 'workload_name' END END",
     # An integer literal of at most 18 digits: 512 matches, 512.0, 5e2 and "512" do not.
-    "global_batch_size": "CASE WHEN (workload_metadata::json #>> '{shape,global_batch_size}') ~ '^-?[0-9]{1,18}$' "
+    "global_batch_size": f"CASE WHEN {_NO_NUL} THEN CASE WHEN "
+    "(workload_metadata::json #>> '{shape,global_batch_size}') ~ '^-?[0-9]{1,18}$' "
     "AND json_typeof(workload_metadata::json #> '{shape,global_batch_size}') = 'number' "
-    "THEN (workload_metadata::json #>> '{shape,global_batch_size}')::bigint END",
+    "THEN (workload_metadata::json #>> '{shape,global_batch_size}')::bigint END END",
 }
 
 _TYPES: dict[str, type[sa.Text] | type[sa.BigInteger]] = {
