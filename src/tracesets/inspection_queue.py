@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import logging
 from datetime import UTC, datetime, timedelta
-from typing import Any, Final
+from typing import Final
 
 import orjson
 from fastapi.concurrency import run_in_threadpool
@@ -22,6 +22,7 @@ from fastapi.concurrency import run_in_threadpool
 from tracesets.db import queries
 from tracesets.db.engine import Database
 from tracesets.inspection import FileFinding, Summary, inspect_file, summarize
+from tracesets.inspection.report import result_json
 from tracesets.records import Traceset
 from tracesets.storage.base import BlobStore
 
@@ -30,37 +31,6 @@ log = logging.getLogger("tracesets.inspection")
 STALE_AFTER: Final = timedelta(minutes=10)
 MAX_ATTEMPTS: Final = 3
 IDLE_SECONDS: Final = 2.0
-
-
-def _finding(finding: FileFinding) -> dict[str, Any]:
-    return {
-        "file": finding.file,
-        "member": finding.member,
-        "format": finding.format,
-        "size": finding.size,
-        "rank": finding.rank,
-        "worldSize": finding.world_size,
-        "backend": finding.backend,
-        "rankSource": finding.rank_source,
-        "problem": finding.problem,
-    }
-
-
-def result_json(summary: Summary, findings: list[FileFinding]) -> bytes:
-    """The inspection as the API shows it (less its status)."""
-    return orjson.dumps(
-        {
-            "ranksFound": summary.ranks_found,
-            "worldSize": summary.world_size,
-            "worldSizes": summary.world_sizes,
-            "missingRanks": summary.missing_ranks,
-            "missingRankCount": summary.missing_rank_count,
-            "duplicateRanks": summary.duplicate_ranks,
-            "unreadable": summary.unreadable,
-            "warnings": summary.warnings,
-            "files": [_finding(f) for f in findings],
-        }
-    )
 
 
 def failure_json(reason: str) -> bytes:

@@ -7,11 +7,11 @@ before sending a byte when the traces disagree with the declared one.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated
 
+import orjson
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -19,6 +19,7 @@ from rich.table import Table
 from tracesets.cli.output import say, warn
 from tracesets.client.files import LocalFile, collect
 from tracesets.inspection import FileFinding, Summary, inspect_file, summarize
+from tracesets.inspection.report import result_json
 from tracesets.inspection.source import FileSource, SourceError
 
 #: The table is the command's result: stdout, like every result.
@@ -112,33 +113,9 @@ def inspect(
     summary = summarize(findings, declared_rank_count=rank_count)
     if as_json:
         say(
-            json.dumps(
-                {
-                    "ranksFound": summary.ranks_found,
-                    "worldSize": summary.world_size,
-                    "worldSizes": summary.world_sizes,
-                    "missingRanks": summary.missing_ranks,
-                    "missingRankCount": summary.missing_rank_count,
-                    "duplicateRanks": summary.duplicate_ranks,
-                    "unreadable": summary.unreadable,
-                    "warnings": summary.warnings,
-                    "files": [
-                        {
-                            "file": f.file,
-                            "member": f.member,
-                            "format": f.format,
-                            "size": f.size,
-                            "rank": f.rank,
-                            "worldSize": f.world_size,
-                            "backend": f.backend,
-                            "rankSource": f.rank_source,
-                            "problem": f.problem,
-                        }
-                        for f in findings
-                    ],
-                },
-                indent=2,
-            )
+            orjson.dumps(
+                orjson.loads(result_json(summary, findings)), option=orjson.OPT_INDENT_2
+            ).decode()
         )
         return
     print_report(findings, summary)

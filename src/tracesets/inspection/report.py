@@ -1,0 +1,41 @@
+"""An inspection as the API and ``tracesets inspect --json`` show it (camelCase JSON)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from tracesets.inspection.findings import FileFinding
+from tracesets.inspection.summary import Summary
+
+
+def _finding(finding: FileFinding) -> dict[str, Any]:
+    return {
+        "file": finding.file,
+        "member": finding.member,
+        "format": finding.format,
+        "size": finding.size,
+        "rank": finding.rank,
+        "worldSize": finding.world_size,
+        "backend": finding.backend,
+        "rankSource": finding.rank_source,
+        "problem": finding.problem,
+    }
+
+
+def result_json(summary: Summary, findings: list[FileFinding]) -> bytes:
+    """The inspection as the API shows it (less its status)."""
+    return orjson.dumps(
+        {
+            "ranksFound": summary.ranks_found,
+            "worldSize": summary.world_size,
+            "worldSizes": summary.world_sizes,
+            "missingRanks": summary.missing_ranks,
+            "missingRankCount": summary.missing_rank_count,
+            "duplicateRanks": summary.duplicate_ranks,
+            "unreadable": summary.unreadable,
+            "warnings": summary.warnings,
+            "files": [_finding(f) for f in findings],
+        }
+    )
