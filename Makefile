@@ -6,7 +6,7 @@ DATA_DIR ?= ./tracesets-data
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: setup browser serve test lint typecheck pytest pytest-scaled bench openapi clean
+.PHONY: setup browser serve test lint typecheck pytest pytest-scaled fuzz load bench openapi clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,8 +34,15 @@ browser:  ## Debian's chromium, which the page's tests drive (tests/web)
 pytest: setup browser  ## every test, on the embedded defaults (SQLite + local files)
 	$(BIN)/pytest -q
 
-pytest-scaled: setup  ## the API suite again on PostgreSQL + S3 (started here, on loopback)
-	BIN=$(BIN) scripts/with-scaled-services $(BIN)/pytest -q tests/api
+pytest-scaled: setup  ## the API and hardening suites again on PostgreSQL + S3 (started here, on loopback)
+	BIN=$(BIN) scripts/with-scaled-services $(BIN)/pytest -q tests/api tests/hardening
+
+fuzz: setup  ## the contract fuzz at length (FUZZ_EXAMPLES=1000, FUZZ_SEED=… to vary it); README, "Hardening"
+	FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-1000} $(BIN)/pytest -q tests/hardening/test_fuzz.py
+
+load: setup  ## 200 clients for 30 s on SQLite + local files, then on PostgreSQL + S3; figures, not pass/fail
+	$(BIN)/python bench/load.py
+	BIN=$(BIN) scripts/with-scaled-services $(BIN)/python bench/load.py
 
 bench: setup  ## figures and ratios, not pass/fail
 	$(BIN)/python bench/upload_url.py

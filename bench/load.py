@@ -1,0 +1,256 @@
+"""Many clients at once: a bounded mix of every step of the service's life, for a fixed time.
+
+Starts ``tracesets serve`` (one uvicorn worker, default settings: the per-token rate
+limit stays on) in a fresh folder, on SQLite and local files, or on PostgreSQL and S3
+when ``DATABASE_URL`` / ``TRACESETS_STORAGE_URL`` are set (or the ``TRACESETS_TEST_*``
+settings that scripts/with-scaled-services exports). Each client has a token of its own
+and loops until the time is up: upload-url, PUT the file, complete, get, list (a page of
+20, every other time filtered), promote. Every step is timed; any answer but the one
+expected, and any error, counts as an error. It prints throughput, p50/p99 per step and
+the error count. Everything stays on loopback and is removed at the end.
+
+    .venv/bin/python bench/load.py [--clients 200] [--seconds 30] [--file-kib 16]
+    scripts/with-scaled-services .venv/bin/python bench/load.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import os
+import secrets
+import tempfile
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import httpx
+from servers import LOOPBACK, free_port, running, service_argv
+
+STEPS: Final = ("upload-url", "PUT", "complete", "get", "list", "promote")
+WORKSPACES: Final = 8  # clients share them, so lists page through others' tracesets
+METADATA: Final = {"shape": {"rankCount": 8}, "parallelism": {"dp": 4, "tp": 2}}
+PROMOTED: Final = {**METADATA, "workload_family": "llama", "precision": "bf16"}
+
+
+def backend_env() -> dict[str, str]:
+    """The backends to run on: the service's own settings, else the test runs' ones."""
+    env: dict[str, str] = {}
+    for setting, test_setting in (
+        ("DATABASE_URL", "TRACESETS_TEST_DATABASE_URL"),
+        ("TRACESETS_STORAGE_URL", "TRACESETS_TEST_STORAGE_URL"),
+    ):
+        value = os.environ.get(setting) or os.environ.get(test_setting)
+        if value:
+            env[setting] = value
+    return env
+
+
+def make_tokens(data_dir: Path, env: dict[str, str], clients: int) -> list[str]:
+    """A token for each client (written straight into the service's database)."""
+    from tracesets import tokens
+    from tracesets.db.engine import Database, sqlite_url
+
+    db = Database(env.get("DATABASE_URL") or sqlite_url(data_dir))
+    try:
+        workspace = "load-" + secrets.token_hex(4)
+        return [
+            tokens.create(db, workspace=f"{workspace}-{i % WORKSPACES}", name=f"client {i}")
+            for i in range(clients)
+        ]
+    finally:
+        db.dispose()
+
+
+@dataclass
+class Tally:
+    timings: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    errors: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    examples: list[str] = field(default_factory=list)
+
+    def error(self, step: str, why: str) -> None:
+        self.errors[step] += 1
+        if len(self.examples) < 5:
+            self.examples.append(f"{step}: {why[:300]}")
+
+
+class Client:
+    """One client: its own connections and token; runs the mix until ``until``."""
+
+    def __init__(self, url: str, token: str, tally: Tally, data: bytes, number: int) -> None:
+        self.api = httpx.AsyncClient(
+            base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=60
+        )
+        self.storage = httpx.AsyncClient(timeout=60)  # signed URLs: the service's or S3's
+        self.tally = tally
+        self.data = data
+        self.number = number
+        self.file = {
+            "name": "rank0.json",
+            "size": len(data),
+            "role": "primary",
+            "sha256": hashlib.sha256(data).hexdigest(),
+        }
+
+    async def step(self, name: str, expect: int, send: Any) -> httpx.Response | None:
+        start = time.perf_counter()
+        try:
+            answer: httpx.Response = await send
+        except httpx.HTTPError as exc:
+            self.tally.error(name, f"{type(exc).__name__}: {exc}")
+            return None
+        self.tally.timings[name].append(time.perf_counter() - start)
+        if answer.status_code != expect:
+            self.tally.error(name, f"{answer.status_code} {answer.text}")
+            return None
+        return answer
+
+    async def round(self, n: int) -> None:
+        body = {
+            "name": f"load {self.number}.{n}",
+            "files": [self.file],
+            "workloadMetadata": METADATA,
+        }
+        created = await self.step(
+            "upload-url", 201, self.api.post("/api/v1/tracesets/upload-url", json=body)
+        )
+        if created is None:
+            return
+        traceset_id = created.json()["tracesetId"]
+        [target] = created.json()["uploads"]
+        put = self.storage.put(target["url"], content=self.data, headers=target["headers"])
+        if await self.step("PUT", 200, put) is None:
+            return
+        path = f"/api/v1/tracesets/{traceset_id}"
+        if await self.step("complete", 200, self.api.post(f"{path}/complete")) is None:
+            return
+        await self.step("get", 200, self.api.get(path))
+        query: dict[str, Any] = {"limit": 20}
+        if n % 2:
+            query["workload_family"] = "llama"
+        await self.step("list", 200, self.api.get("/api/v1/tracesets", params=query))
+        promote = self.api.post(f"{path}/promote", json={"workloadMetadata": PROMOTED})
+        await self.step("promote", 200, promote)
+
+    async def run(self, until: float) -> int:
+        rounds = 0
+        try:
+            while time.monotonic() < until:
+                await self.round(rounds)
+                rounds += 1
+        finally:
+            await self.api.aclose()
+            await self.storage.aclose()
+        return rounds
+
+
+async def drive(
+    url: str, tokens: list[str], seconds: float, data: bytes
+) -> tuple[Tally, int, float]:
+    tally = Tally()
+    start = time.monotonic()
+    clients = [Client(url, token, tally, data, i) for i, token in enumerate(tokens)]
+    rounds = await asyncio.gather(*(c.run(start + seconds) for c in clients))
+    return tally, sum(rounds), time.monotonic() - start
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time of a process so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def percentile(sorted_values: list[float], share: float) -> float:
+    if not sorted_values:
+        return float("nan")
+    return sorted_values[min(len(sorted_values) - 1, int(share * len(sorted_values)))]
+
+
+def report(
+    tally: Tally, rounds: int, elapsed: float, clients: int, backends: str
+) -> dict[str, Any]:
+    total = sum(len(t) for t in tally.timings.values())
+    errors = sum(tally.errors.values())
+    print(f"\n{clients} clients, {elapsed:.1f} s, {backends}")
+    print(
+        f"{'step':<12}{'count':>8}{'per s':>9}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}{'errors':>8}"
+    )
+    steps: dict[str, Any] = {}
+    for step in STEPS:
+        timings = sorted(tally.timings.get(step, []))
+        p50, p99 = percentile(timings, 0.50) * 1000, percentile(timings, 0.99) * 1000
+        worst = timings[-1] * 1000 if timings else float("nan")
+        print(
+            f"{step:<12}{len(timings):>8,}{len(timings) / elapsed:>9.1f}"
+            f"{p50:>9.1f}{p99:>9.1f}{worst:>9.1f}{tally.errors.get(step, 0):>8}"
+        )
+        steps[step] = {
+            "count": len(timings),
+            "p50_ms": p50,
+            "p99_ms": p99,
+            "errors": tally.errors.get(step, 0),
+        }
+    print(
+        f"{'all':<12}{total:>8,}{total / elapsed:>9.1f}{'':>27}{errors:>8}"
+        f"\n{rounds:,} rounds ({rounds / elapsed:.1f}/s): requests {total / elapsed:.0f}/s, errors {errors}"
+    )
+    for example in tally.examples:
+        print(f"  error: {example}")
+    return {
+        "clients": clients,
+        "seconds": elapsed,
+        "backends": backends,
+        "requests_per_second": total / elapsed,
+        "errors": errors,
+        "steps": steps,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clients", type=int, default=200)
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--file-kib", type=int, default=16, help="size of each uploaded file")
+    parser.add_argument("--workers", type=int, default=1, help="uvicorn workers of the service")
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args()
+
+    env = backend_env()
+    backends = "PostgreSQL + S3" if env else "SQLite + local files"
+    if "DATABASE_URL" in env and "TRACESETS_STORAGE_URL" not in env:
+        backends = "PostgreSQL + local files"
+    with tempfile.TemporaryDirectory(prefix="tracesets-load-") as scratch:
+        workdir = Path(scratch)
+        port = free_port()
+        argv = service_argv(port, workdir / "service")
+        argv[argv.index("--workers") + 1] = str(args.workers)
+        url = f"http://{LOOPBACK}:{port}"
+        with running(
+            argv, ready_url=f"{url}/healthz", log=workdir / "service.log", env=env
+        ) as service:
+            tokens = make_tokens(workdir / "service", env, args.clients)
+            print(
+                f"{args.clients} clients for {args.seconds:.0f} s against {url} ({backends}) …",
+                flush=True,
+            )
+            data = os.urandom(args.file_kib * 1024)
+            service_cpu, own_cpu = cpu_seconds(service.pid), cpu_seconds(os.getpid())
+            tally, rounds, elapsed = asyncio.run(drive(url, tokens, args.seconds, data))
+            service_cpu = cpu_seconds(service.pid) - service_cpu
+            own_cpu = cpu_seconds(os.getpid()) - own_cpu
+        figures = report(tally, rounds, elapsed, args.clients, backends)
+        print(
+            f"CPU: service {service_cpu / elapsed:.0%} of a core, these clients "
+            f"{own_cpu / elapsed:.0%} ({os.cpu_count()} cores in all)"
+        )
+        figures["cpu"] = {"service": service_cpu / elapsed, "clients": own_cpu / elapsed}
+        if args.json:
+            args.json.write_text(json.dumps(figures, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,293 @@
+"""Every status the description documents, for every operation, is one the service sends.
+
+For each (operation, status) pair in /openapi.json, the table below holds a request
+that gets that answer, so a status documented but never sent (or sent but not
+documented: the fuzzer's check) is a failing test. The signed-URL routes are served
+by the service only with local files: with S3 they answer 404 to every request, so
+their other statuses are reached on a service with local files (and the same database).
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.flows import RANKS_8, request_urls, send, spec, upload
+from tests.hardening.service import DOCUMENT, TOKEN, hardening_process
+from tests.server import ServerProcess, uses_s3
+
+DOCUMENTED = sorted(
+    (operation["operationId"], int(status))
+    for path in DOCUMENT["paths"].values()
+    for operation in path.values()
+    for status in operation["responses"]
+)
+
+HUGE = b'{"name": "' + b"x" * (4 * 1024 * 1024) + b'"}'  # over the 4 MiB limit
+ZEROS = "0" * 64
+
+
+@dataclass
+class Reach:
+    """The services, tokens and tracesets the table's requests use."""
+
+    server: ServerProcess
+    local: ServerProcess  # keeps files itself: its signed URLs are served
+    scoped: Callable[[str], str]  # a token of the default workspace with only this scope
+    limited: Callable[[], ServerProcess]  # a service with a rate of one request a second
+    cache: dict[str, Any] = field(default_factory=dict)
+
+    def api(self, token: str | None = TOKEN, server: ServerProcess | None = None) -> httpx.Client:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        return httpx.Client(base_url=(server or self.server).url, headers=headers, timeout=60)
+
+    def ready(self) -> str:
+        with self.api() as api:
+            return str(upload(api, {"rank0.json": b"trace"}, RANKS_8, name="statuses")["id"])
+
+    def pending(self) -> str:
+        with self.api() as api:
+            return str(request_urls(api, {"rank0.json": b"trace"}, RANKS_8)["tracesetId"])
+
+    def signed(self, method: str) -> tuple[str, bytes]:
+        """A signed URL of the local service: PUT of a pending file, or GET of a ready one."""
+        data = secrets.token_bytes(100)
+        with self.api(server=self.local) as api:
+            created = request_urls(api, {"rank0.json": data}, RANKS_8)
+            [target] = created["uploads"]
+            if method == "PUT":
+                return str(target["url"]), data
+            send(target, data)
+            path = f"/api/v1/tracesets/{created['tracesetId']}"
+            assert api.post(f"{path}/complete").status_code == 200
+            return str(api.get(f"{path}/files/rank0.json").headers["location"]), data
+
+    def orphaned(self, method: str) -> str:
+        """A signed URL whose traceset has since been deleted."""
+        url, _ = self.signed(method)
+        traceset_id = url.split("/api/v1/blobs/")[1].split("/")[0]
+        with self.api(server=self.local) as api:
+            assert api.delete(f"/api/v1/tracesets/{traceset_id}").status_code == 204
+        return url
+
+
+Request = tuple[str, str, dict[str, Any]]  # method, path, httpx keyword arguments
+
+#: A request each operation answers with success, given a traceset that fits it.
+ROUTES: dict[str, Callable[[Reach], Request]] = {
+    "request_upload_urls": lambda r: (
+        "POST",
+        "/api/v1/tracesets/upload-url",
+        {"json": {"name": "n", "files": [spec("a", b"x")], "workloadMetadata": RANKS_8}},
+    ),
+    "get_upload_status": lambda r: ("GET", f"/api/v1/tracesets/{r.pending()}/uploads", {}),
+    "complete_traceset": lambda r: ("POST", f"/api/v1/tracesets/{r.ready()}/complete", {}),
+    "get_traceset": lambda r: ("GET", f"/api/v1/tracesets/{r.ready()}", {}),
+    "delete_traceset": lambda r: ("DELETE", f"/api/v1/tracesets/{r.ready()}", {}),
+    "list_tracesets": lambda r: ("GET", "/api/v1/tracesets", {}),
+    "promote_traceset": lambda r: ("POST", f"/api/v1/tracesets/{r.ready()}/promote", {"json": {}}),
+    "download_file": lambda r: ("GET", f"/api/v1/tracesets/{r.ready()}/files/rank0.json", {}),
+    "healthz": lambda r: ("GET", "/healthz", {}),
+}
+
+#: Which scope each operation needs; a token with only another one gets 403.
+OTHER_SCOPE = {
+    "request_upload_urls": "read",
+    "complete_traceset": "read",
+    "delete_traceset": "read",
+    "promote_traceset": "read",
+    "get_upload_status": "promote",
+    "get_traceset": "promote",
+    "list_tracesets": "promote",
+    "download_file": "promote",
+}
+
+
+def _send(reach: Reach, request: Request, **client: Any) -> httpx.Response:
+    method, path, kwargs = request
+    with reach.api(**client) as api:
+        return api.request(method, path, **kwargs)
+
+
+def without_token(reach: Reach, operation: str) -> httpx.Response:
+    return _send(reach, ROUTES[operation](reach), token=None)
+
+
+def without_scope(reach: Reach, operation: str) -> httpx.Response:
+    return _send(reach, ROUTES[operation](reach), token=reach.scoped(OTHER_SCOPE[operation]))
+
+
+def too_fast(reach: Reach, operation: str) -> httpx.Response:
+    server = reach.limited()
+    method, path, kwargs = ROUTES[operation](reach)
+    with reach.api(token=server.token, server=server) as api:
+        answers = [api.request(method, path, **kwargs) for _ in range(3)]
+    assert answers[-1].headers.get("retry-after", "").isdigit()
+    return answers[-1]
+
+
+def unknown(reach: Reach, operation: str) -> httpx.Response:
+    method, path, kwargs = ROUTES[operation](reach)
+    parts = path.split("/")
+    parts[4] = "0" * 32  # the traceset id
+    return _send(reach, (method, "/".join(parts), kwargs))
+
+
+def idempotency_conflict(reach: Reach) -> httpx.Response:
+    key = {"Idempotency-Key": secrets.token_hex(8)}
+    with reach.api() as api:
+        first = {"name": "a", "files": [spec("a", b"x", role="supporting")]}
+        assert api.post("/api/v1/tracesets/upload-url", json=first, headers=key).is_success
+        return api.post("/api/v1/tracesets/upload-url", json={**first, "name": "b"}, headers=key)
+
+
+def put_bytes(url: str, data: bytes) -> httpx.Response:
+    return httpx.put(url, content=data, timeout=60)
+
+
+def altered(url: str) -> str:
+    return url.split("signature=", maxsplit=1)[0] + f"signature={ZEROS}"
+
+
+def bad_index(url: str) -> str:
+    head, _, query = url.partition("?")
+    return head.rsplit("/", 1)[0] + "/first?" + query
+
+
+def pending_file(reach: Reach) -> httpx.Response:
+    with reach.api() as api:
+        return api.get(f"/api/v1/tracesets/{reach.pending()}/files/rank0.json")
+
+
+TABLE: dict[tuple[str, int], Callable[[Reach], httpx.Response]] = {
+    ("request_upload_urls", 201): lambda r: _send(r, ROUTES["request_upload_urls"](r)),
+    ("request_upload_urls", 400): lambda r: _send(
+        r, ("POST", "/api/v1/tracesets/upload-url", {"json": {"name": "n", "files": []}})
+    ),
+    ("request_upload_urls", 413): lambda r: _send(
+        r, ("POST", "/api/v1/tracesets/upload-url", {"content": HUGE})
+    ),
+    ("request_upload_urls", 422): idempotency_conflict,
+    ("get_upload_status", 200): lambda r: _send(r, ROUTES["get_upload_status"](r)),
+    ("complete_traceset", 200): lambda r: _send(r, ROUTES["complete_traceset"](r)),
+    ("complete_traceset", 409): lambda r: _send(
+        r, ("POST", f"/api/v1/tracesets/{r.pending()}/complete", {})
+    ),
+    ("get_traceset", 200): lambda r: _send(r, ROUTES["get_traceset"](r)),
+    ("delete_traceset", 204): lambda r: _send(r, ROUTES["delete_traceset"](r)),
+    ("list_tracesets", 200): lambda r: _send(r, ROUTES["list_tracesets"](r)),
+    ("list_tracesets", 400): lambda r: _send(r, ("GET", "/api/v1/tracesets?limit=0", {})),
+    ("promote_traceset", 200): lambda r: _send(r, ROUTES["promote_traceset"](r)),
+    ("promote_traceset", 400): lambda r: _send(
+        r,
+        (
+            "POST",
+            f"/api/v1/tracesets/{r.ready()}/promote",
+            {"json": {"workloadMetadata": {"shape": {"rankCount": 9}}}},
+        ),
+    ),
+    ("promote_traceset", 409): lambda r: _send(
+        r, ("POST", f"/api/v1/tracesets/{r.pending()}/promote", {"json": {}})
+    ),
+    ("promote_traceset", 413): lambda r: _send(
+        r, ("POST", f"/api/v1/tracesets/{r.ready()}/promote", {"content": HUGE})
+    ),
+    ("download_file", 307): lambda r: _send(r, ROUTES["download_file"](r)),
+    ("download_file", 404): lambda r: _send(
+        r, ("GET", f"/api/v1/tracesets/{r.ready()}/files/no-such-file", {})
+    ),
+    ("download_file", 409): pending_file,
+    ("upload_file", 200): lambda r: put_bytes(*r.signed("PUT")),
+    ("upload_file", 400): lambda r: put_bytes(r.signed("PUT")[0], b"other bytes"),
+    ("upload_file", 403): lambda r: put_bytes(altered(r.signed("PUT")[0]), b"x"),
+    ("upload_file", 404): lambda r: put_bytes(r.orphaned("PUT"), b"x"),
+    ("download_signed_file", 200): lambda r: httpx.get(r.signed("GET")[0]),
+    ("download_signed_file", 400): lambda r: httpx.get(bad_index(r.signed("GET")[0])),
+    ("download_signed_file", 403): lambda r: httpx.get(altered(r.signed("GET")[0])),
+    ("download_signed_file", 404): lambda r: httpx.get(r.orphaned("GET")),
+    ("healthz", 200): lambda r: _send(r, ROUTES["healthz"](r)),
+}
+
+#: Statuses every authenticated operation sends the same way.
+ANY_OPERATION: dict[int, Callable[[Reach, str], httpx.Response]] = {
+    401: without_token,
+    403: without_scope,
+    404: unknown,
+    429: too_fast,
+}
+
+
+@pytest.fixture(scope="module")
+def reach(
+    hardening_server: ServerProcess, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Reach]:
+    started: list[ServerProcess] = []
+
+    def start(data_dir: Path, **env: str) -> ServerProcess:
+        process = ServerProcess(data_dir, extra_env=env)
+        process.start()
+        started.append(process)
+        return process
+
+    local = hardening_server
+    if uses_s3():
+        local = hardening_process(tmp_path_factory.mktemp("local"), local_files=True)
+        local.start()
+        started.append(local)
+    tokens: dict[str, str] = {}
+
+    def scoped(scope: str) -> str:
+        if scope not in tokens:
+            done = hardening_server.cli(
+                "token", "create", "--scope", scope, "--data-dir", str(hardening_server.data_dir)
+            )
+            assert done.returncode == 0, done.stderr
+            tokens[scope] = done.stdout.strip()
+        return tokens[scope]
+
+    def limited() -> ServerProcess:
+        if not any(p.env.get("TRACESETS_RATE_LIMIT") == "1" for p in started):
+            start(
+                tmp_path_factory.mktemp("limited"),
+                TRACESETS_RATE_LIMIT="1",
+                TRACESETS_RATE_BURST="1",
+            )
+        return next(p for p in started if p.env.get("TRACESETS_RATE_LIMIT") == "1")
+
+    assert httpx.get(f"{hardening_server.url}/openapi.json").json() == DOCUMENT
+    yield Reach(hardening_server, local, scoped, limited)
+    for process in started:
+        process.stop()
+
+
+@pytest.mark.parametrize(("operation", "status"), DOCUMENTED, ids=str)
+def test_documented_status_is_sent(reach: Reach, operation: str, status: int) -> None:
+    if (operation, status) in TABLE:
+        answer = TABLE[operation, status](reach)
+    elif status in ANY_OPERATION and operation in ROUTES:
+        answer = ANY_OPERATION[status](reach, operation)
+    else:
+        pytest.fail(f"{operation} documents {status}, and no request here reaches it")
+    assert answer.status_code == status, answer.text
+    if status >= 400:
+        assert answer.headers["content-type"] == "application/problem+json"
+
+
+def test_the_table_holds_only_documented_statuses() -> None:
+    assert set(TABLE) <= set(DOCUMENTED), set(TABLE) - set(DOCUMENTED)
+
+
+@pytest.mark.skipif(not uses_s3(), reason="with local files the service serves its signed URLs")
+def test_with_s3_signed_url_routes_are_404(hardening_server: ServerProcess) -> None:
+    for method in ("GET", "PUT"):
+        answer = httpx.request(
+            method, f"{hardening_server.url}/api/v1/blobs/{ZEROS[:32]}/0?expires=1&signature=0"
+        )
+        assert answer.status_code == 404, answer.text
+        assert "S3" in answer.json()["detail"]
