@@ -6,7 +6,7 @@ DATA_DIR ?= ./tracesets-data
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: setup browser serve test lint typecheck pytest pytest-scaled fuzz load bench openapi clean
+.PHONY: setup browser serve test lint typecheck pytest pytest-scaled fuzz load bench bench-scaled openapi clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +48,11 @@ bench: setup  ## figures and ratios, not pass/fail
 	$(BIN)/python bench/upload_url.py
 	$(BIN)/python bench/put_upload.py
 	$(BIN)/python bench/cli_upload.py
+	$(BIN)/python bench/inspect_traces.py
+	$(BIN)/python bench/list_filter.py
+
+bench-scaled: setup  ## the PostgreSQL and S3 figures, on services started here on loopback
+	BIN=$(BIN) scripts/with-scaled-services sh -c '$(BIN)/python bench/list_filter.py --no-sqlite && $(BIN)/python bench/upload_url_backends.py && $(BIN)/python bench/multipart.py'
 
 openapi: setup  ## rewrite openapi.json from the app
 	$(BIN)/python -m tracesets.api.openapi > openapi.json
