@@ -11,7 +11,8 @@ import pytest
 
 from tests.server import ServerProcess
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+#: Real PyTorch profiler traces, copied from shared/data/traces with their licence.
+TRACES = Path(__file__).resolve().parent / "data" / "traces"
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -7,11 +7,9 @@ import zipfile
 
 import httpx
 
-from tests.conftest import SHARED
+from tests.conftest import TRACES
 from tests.flows import inspected, send, spec, upload
 from tests.inspection.kineto_writer import gzipped, kineto_trace
-
-TRACES = SHARED / "data" / "traces"
 
 
 def zip_of_ranks(ranks: list[int], world_size: int) -> bytes:

@@ -52,7 +52,10 @@ def test_request_on_one_upload_and_complete_on_another_read_on_a_third(tmp_path:
         done = b.post(f"/api/v1/tracesets/{created['tracesetId']}/complete")
         assert done.status_code == 200 and done.json()["status"] == "ready"
         got = c.get(f"/api/v1/tracesets/{created['tracesetId']}")
-        assert got.status_code == 200 and got.json() == done.json()
+        same = {k: v for k, v in got.json().items() if k != "inspection"}  # it moves on meanwhile
+        assert got.status_code == 200 and same == {
+            k: v for k, v in done.json().items() if k != "inspection"
+        }
         download = c.get(f"/api/v1/tracesets/{created['tracesetId']}/files/rank0.json")
         assert httpx.get(on(services[0], download.headers["location"])).content == data
         assert created["tracesetId"] in [

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.test_cli import Run, ok, run_tracesets
-from tests.conftest import SHARED
+from tests.conftest import TRACES
 from tests.inspection.kineto_writer import gzipped, kineto_trace
 from tests.server import free_port
 
@@ -30,7 +30,7 @@ def test_inspect_prints_the_per_rank_table_and_the_missing_ranks(eight_of_sixtee
 
 
 def test_inspect_json_of_the_real_traces() -> None:
-    traces = SHARED / "data" / "traces"
+    traces = TRACES
     done = ok(run_tracesets("inspect", traces / "nccl_data.json.gz", "--json", env={}))
     report = json.loads(done.stdout)
     assert report["ranksFound"] == [0] and report["worldSize"] == 2

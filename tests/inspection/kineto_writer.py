@@ -1,6 +1,6 @@
 """PyTorch profiler (Kineto) traces written the way PyTorch writes them, for tests and bench.
 
-Two writers exist in the wild, and the real traces in ``../shared/data/traces`` show both:
+Two writers exist in the wild, and the real traces in ``tests/data/traces`` show both:
 
 - Kineto's own ``ChromeTraceLogger`` (``libkineto/src/output_json.cpp``): pretty, one
   member per line, events as ``{`` / ``"ph": "X", ...`` / ``},`` blocks; the header

@@ -1,4 +1,4 @@
-"""The real PyTorch traces in ``../shared/data/traces``: exactly what its README lists.
+"""The real PyTorch traces in ``tests/data/traces``: exactly what its README lists.
 
 | file | what it holds |
 | sampled_rank-0/1.json.gz | two ranks of one NCCL job, compact one-line JSON, world_size 128 |
@@ -17,8 +17,8 @@ from pathlib import Path
 from tracesets.inspection import BytesSource, FileFinding, FileSource, inspect_file, summarize
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-#: ``shared/`` sits beside the repository, here and in CI; the tests fail without it.
-TRACES = REPO_ROOT.parent / "shared" / "data" / "traces"
+#: Copied from ``shared/data/traces`` with their licence (tests/data/traces/LICENSE).
+TRACES = REPO_ROOT / "tests" / "data" / "traces"
 NAMES = (
     "nccl_data.json.gz",
     "rank_not_found.json.gz",
