@@ -122,6 +122,26 @@ def check_answers_201(url: str) -> None:
             raise RuntimeError(f"{url} answered {answer.status}, not 201")
 
 
+def alternate(
+    load: Load, targets: dict[str, str], rounds: int, seconds: float
+) -> dict[str, list[float]]:
+    """Requests/s of each target, round after round, alternating (a warm-up first)."""
+    measured: dict[str, list[float]] = {name: [] for name in targets}
+    for round_ in range(1, rounds + 1):
+        for name, url in targets.items():
+            if round_ == 1:
+                load.run(url, min(seconds, 3.0))
+            run = load.run(url, seconds)
+            measured[name].append(run.per_second)
+            warning = f"  ({run.unexpected} not 2xx or failed!)" if run.unexpected else ""
+            print(
+                f"  round {round_}  {name:<8}  {run.per_second:8.1f} req/s  "
+                f"({run.requests} in {run.seconds:.1f} s){warning}",
+                flush=True,
+            )
+    return measured
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="Upload-url requests/s: service vs bare endpoint")
     parser.add_argument("--quick", action="store_true", help="1 round of 3 s (default 3 of 10 s)")
@@ -168,19 +188,7 @@ def main() -> None:
             f"per server after a {min(seconds, 3.0):g} s warm-up, {os.cpu_count()} CPUs, "
             f"{len(BODY)}-byte body"
         )
-        measured: dict[str, list[float]] = {name: [] for name in targets}
-        for round_ in range(1, rounds + 1):
-            for name, url in targets.items():
-                if round_ == 1:
-                    load.run(url, min(seconds, 3.0))
-                run = load.run(url, seconds)
-                measured[name].append(run.per_second)
-                warning = f"  ({run.unexpected} not 2xx or failed!)" if run.unexpected else ""
-                print(
-                    f"  round {round_}  {name:<8}  {run.per_second:8.1f} req/s  "
-                    f"({run.requests} in {run.seconds:.1f} s){warning}",
-                    flush=True,
-                )
+        measured = alternate(load, targets, rounds, seconds)
 
     service = statistics.median(measured["service"])
     baseline = statistics.median(measured["baseline"])

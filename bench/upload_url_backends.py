@@ -26,7 +26,7 @@ from pathlib import Path
 from scratch_postgres import default_url, scratch_database
 from servers import LOOPBACK, free_port, running, service_argv
 from sqlalchemy import create_engine
-from upload_url import BODY, PATH, TOKEN, Load, check_answers_201
+from upload_url import BODY, PATH, TOKEN, Load, alternate, check_answers_201
 
 from tracesets.db.engine import normalize_url
 
@@ -98,19 +98,7 @@ def main() -> None:
             f"{seconds:g} s per server after a {min(seconds, 3.0):g} s warm-up, "
             f"{os.cpu_count()} CPUs, {len(BODY)}-byte body; {server_version(postgres_url)}"
         )
-        measured: dict[str, list[float]] = {name: [] for name in targets}
-        for round_ in range(1, rounds + 1):
-            for name, url in targets.items():
-                if round_ == 1:
-                    load.run(url, min(seconds, 3.0))
-                run = load.run(url, seconds)
-                measured[name].append(run.per_second)
-                warning = f"  ({run.unexpected} not 2xx or failed!)" if run.unexpected else ""
-                print(
-                    f"  round {round_}  {name:<8}  {run.per_second:8.1f} req/s  "
-                    f"({run.requests} in {run.seconds:.1f} s){warning}",
-                    flush=True,
-                )
+        measured = alternate(load, targets, rounds, seconds)
 
     sqlite = statistics.median(measured["sqlite"])
     postgres = statistics.median(measured["postgres"])

@@ -22,7 +22,7 @@ from fastapi.concurrency import run_in_threadpool
 from tracesets.db import queries
 from tracesets.db.engine import Database
 from tracesets.inspection import FileFinding, Summary, inspect_file, summarize
-from tracesets.inspection.report import result_json
+from tracesets.inspection.report import empty_json, result_json
 from tracesets.records import Traceset
 from tracesets.storage.base import BlobStore
 
@@ -34,19 +34,7 @@ IDLE_SECONDS: Final = 2.0
 
 
 def failure_json(reason: str) -> bytes:
-    return orjson.dumps(
-        {
-            "ranksFound": [],
-            "worldSize": None,
-            "worldSizes": [],
-            "missingRanks": [],
-            "missingRankCount": 0,
-            "duplicateRanks": [],
-            "unreadable": [],
-            "warnings": [f"The traces could not be inspected: {reason}"],
-            "files": [],
-        }
-    )
+    return empty_json([f"The traces could not be inspected: {reason}"])
 
 
 def inspection_warnings(traceset: Traceset) -> list[str]:

@@ -34,6 +34,7 @@ class Caller:
 
     workspace: str
     scopes: frozenset[str]
+    token_hash: str  # the key of its rate limit: the token itself is never kept
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,11 +101,12 @@ def ensure(db: Database, token: str, *, workspace: str, name: str) -> bool:
 
 def authenticate(db: Database, token: str) -> Caller | None:
     """The caller a token stands for, or None for an unknown or revoked token."""
+    digest = hash_token(token)
     with db.read() as conn:
-        row = conn.execute(_CALLER, {"token_hash": hash_token(token)}).one_or_none()
+        row = conn.execute(_CALLER, {"token_hash": digest}).one_or_none()
     if row is None:
         return None
-    return Caller(row.workspace, frozenset(row.scopes.split()))
+    return Caller(row.workspace, frozenset(row.scopes.split()), digest)
 
 
 def revoke(db: Database, *, token: str | None = None, token_id: int | None = None) -> bool:

@@ -66,7 +66,7 @@ async def current_caller(
             ]
         )
     limiter: RateLimiter = request.app.state.rate_limiter
-    wait = limiter.take(tokens.hash_token(token))
+    wait = limiter.take(caller.token_hash)
     if wait > 0:
         refusal = TooManyRequests.of(
             [

@@ -10,6 +10,7 @@ import orjson
 from fastapi import Response
 
 from tracesets import jsontext
+from tracesets.inspection.report import empty_json
 from tracesets.problems import Problem, TracesetsError
 from tracesets.records import InspectionRecord, Traceset
 from tracesets.service import Page, UploadStatus, UploadTarget
@@ -50,10 +51,8 @@ def traceset(t: Traceset) -> dict[str, Any]:
     }
 
 
-_NOTHING_YET = (
-    b'"ranksFound":[],"worldSize":null,"worldSizes":[],"missingRanks":[],"missingRankCount":0,'
-    b'"duplicateRanks":[],"unreadable":[],"warnings":[],"files":[]}'
-)
+#: A pending inspection shows every member, empty (less the opening brace: see below).
+_NOTHING_YET = empty_json([])[1:]
 
 
 def inspection(record: InspectionRecord | None) -> orjson.Fragment | None:

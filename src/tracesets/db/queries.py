@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -86,24 +86,7 @@ def insert_traceset(
             zip(request.files, uploads, strict=True)
         )
     ]
-    conn.execute(
-        _INSERT_FILES,
-        [
-            {
-                "traceset_seq": seq,
-                "idx": f.idx,
-                "name": f.name,
-                "size": f.size,
-                "role": f.role,
-                "sha256_declared": f.sha256_declared,
-                "sha256": None,
-                "received": False,
-                "upload_id": f.upload_id,
-                "part_size": f.part_size,
-            }
-            for f in stored
-        ],
-    )
+    conn.execute(_INSERT_FILES, [{"traceset_seq": seq, **asdict(f)} for f in stored])
     return Traceset(
         seq=seq,
         id=traceset_id,

@@ -39,3 +39,19 @@ def result_json(summary: Summary, findings: list[FileFinding]) -> bytes:
             "files": [_finding(f) for f in findings],
         }
     )
+
+
+def empty_json(warnings: list[str]) -> bytes:
+    """An inspection that found nothing: not run yet, or failed (``warnings`` says why)."""
+    return result_json(
+        Summary(
+            ranks_found=[],
+            world_sizes=[],
+            world_size=None,
+            missing_ranks=[],
+            duplicate_ranks=[],
+            unreadable=[],
+            warnings=warnings,
+        ),
+        [],
+    )
