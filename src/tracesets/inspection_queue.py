@@ -17,7 +17,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Final
 
 import orjson
-from fastapi.concurrency import run_in_threadpool
 
 from tracesets.db import queries
 from tracesets.db.engine import Database
@@ -103,7 +102,7 @@ class InspectionQueue:
     async def run_forever(self) -> None:
         while True:
             try:
-                busy = await run_in_threadpool(self.run_one)
+                busy = await asyncio.to_thread(self.run_one)
             except Exception:  # the database is unreachable: try again after a pause
                 log.exception("the inspection queue could not claim work")
                 busy = False

@@ -15,7 +15,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
 from starlette.routing import Match
 
-from tracesets import __version__, tokens, web
+from tracesets import tokens, web
 from tracesets.api import blobs, openapi, render, tracesets
 from tracesets.db.engine import Database
 from tracesets.inspection_queue import InspectionQueue
@@ -33,6 +33,7 @@ from tracesets.settings import DEFAULT_WORKSPACE, Settings
 from tracesets.storage.local import LocalBlobStore
 from tracesets.storage.signing import URLSigner
 from tracesets.transfers import LocalTransfers
+from tracesets.version import __version__
 from tracesets.wire import Health
 
 log = logging.getLogger("tracesets")

@@ -15,7 +15,6 @@ from typing import Any, Self
 
 import httpx
 
-from tracesets import __version__
 from tracesets.client import connection, protocol
 from tracesets.client.errors import ClientError
 from tracesets.client.files import (
@@ -43,6 +42,7 @@ from tracesets.client.models import (
 from tracesets.client.progress import ProgressCallback, ProgressCounter
 from tracesets.client.retry import RetryPolicy
 from tracesets.client.state import UploadState, fingerprint
+from tracesets.version import __version__
 
 USER_AGENT = f"tracesets-python/{__version__}"
 
