@@ -46,7 +46,8 @@ class IdleBodyTimeout:
             if arrived:
                 return await receive()
             try:
-                message = await asyncio.wait_for(receive(), self.timeout)
+                async with asyncio.timeout(self.timeout):  # no task per chunk, unlike wait_for
+                    message = await receive()
             except TimeoutError:
                 raise RequestTimeout.of(
                     [
