@@ -116,3 +116,9 @@ class ServiceUnavailable(TracesetsError):
 
     #: Whole seconds after which a retry may well succeed, for the Retry-After header.
     retry_after: int = 1
+
+    @classmethod
+    def busy(cls, why: str, retry_after: int) -> ServiceUnavailable:
+        refusal = cls.of([Problem("", None, f"{why}; retry later")])
+        refusal.retry_after = retry_after
+        return refusal

@@ -18,7 +18,12 @@ from starlette.routing import Match
 
 from tracesets import __version__, tokens, web
 from tracesets.api import blobs, openapi, render, tracesets
-from tracesets.api.guards import OUT_OF_DESCRIPTORS, IdleBodyTimeout, UploadSlots, busy
+from tracesets.api.guards import (
+    OUT_OF_DESCRIPTORS,
+    UPLOAD_RETRY_AFTER,
+    IdleBodyTimeout,
+    UploadSlots,
+)
 from tracesets.db.engine import Database
 from tracesets.inspection_queue import InspectionQueue
 from tracesets.problems import (
@@ -142,7 +147,8 @@ def _install_error_handlers(app: FastAPI) -> None:
         if exc.errno not in OUT_OF_DESCRIPTORS:
             raise exc
         log.warning("out of file descriptors answering %s %s", request.method, request.url.path)
-        return await on_tracesets_error(request, busy("The service has too many files open"))
+        refusal = ServiceUnavailable.busy("The service has too many files open", UPLOAD_RETRY_AFTER)
+        return await on_tracesets_error(request, refusal)
 
     @app.exception_handler(RequestValidationError)
     async def on_validation_error(_: Request, exc: RequestValidationError) -> Response:

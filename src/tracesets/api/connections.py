@@ -25,7 +25,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
 
 from tracesets.api import render
-from tracesets.api.guards import busy
+from tracesets.problems import ServiceUnavailable
 from tracesets.settings import Settings
 
 #: A sensible soft limit where the hard one is unlimited (macOS refuses more than OPEN_MAX).
@@ -67,8 +67,9 @@ def _header_timeout() -> float:
 
 
 async def _busy_app(scope: Scope, receive: Receive, send: Send) -> None:
-    refusal = busy("The service serves all the requests it can at once")
-    refusal.retry_after = _BUSY_RETRY_AFTER
+    refusal = ServiceUnavailable.busy(
+        "The service serves all the requests it can at once", _BUSY_RETRY_AFTER
+    )
     answer = render.problem_response(
         refusal, {"Retry-After": str(_BUSY_RETRY_AFTER), "Connection": "close"}
     )

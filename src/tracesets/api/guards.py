@@ -17,7 +17,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tracesets.problems import Problem, RequestTimeout, ServiceUnavailable
 
-#: An upload slot is freed when an upload ends, usually within seconds.
+#: An upload slot, or a descriptor, is freed when an upload ends, usually within seconds.
 UPLOAD_RETRY_AFTER = 5
 
 #: The errors of a process, or the system, out of file descriptors.
@@ -78,15 +78,12 @@ class UploadSlots:
     @contextmanager
     def slot(self) -> Iterator[None]:
         if self.taken >= self.limit:
-            raise busy(f"The service receives {self.limit:,} uploads at once already")
+            raise ServiceUnavailable.busy(
+                f"The service receives {self.limit:,} uploads at once already",
+                UPLOAD_RETRY_AFTER,
+            )
         self.taken += 1
         try:
             yield
         finally:
             self.taken -= 1
-
-
-def busy(why: str) -> ServiceUnavailable:
-    refusal = ServiceUnavailable.of([Problem("", None, f"{why}; retry later")])
-    refusal.retry_after = UPLOAD_RETRY_AFTER
-    return refusal

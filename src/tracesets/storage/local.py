@@ -253,11 +253,7 @@ class LocalBlobStore:
         except OSError as exc:
             if exc.errno not in (errno.EMFILE, errno.ENFILE):
                 raise
-            refusal = ServiceUnavailable.of(
-                [Problem("", None, "The service has too many files open; retry later")]
-            )
-            refusal.retry_after = 5
-            raise refusal from exc
+            raise ServiceUnavailable.busy("The service has too many files open", 5) from exc
         try:
             received = await self._stream(sink, chunks, size)
             digest = sink.digest.hexdigest()
