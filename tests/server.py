@@ -8,6 +8,7 @@ set (CI's second pass), PostgreSQL and S3. One suite, every backend.
 from __future__ import annotations
 
 import os
+import resource
 import secrets
 import signal
 import socket
@@ -48,9 +49,16 @@ class ServerProcess:
     """``tracesets serve`` in a subprocess; ``stop``/``start`` keep the same data."""
 
     def __init__(
-        self, data_dir: Path, *, extra_env: dict[str, str] | None = None, local_files: bool = False
+        self,
+        data_dir: Path,
+        *,
+        extra_env: dict[str, str] | None = None,
+        local_files: bool = False,
+        files_limit: int | None = None,
     ) -> None:
+        """``files_limit``: the service's open-file limit (soft and hard), if not inherited."""
         self.data_dir = data_dir
+        self.files_limit = files_limit
         self.port = free_port()
         self.token = "tsk_test_" + secrets.token_hex(16)
         self.env = {
@@ -86,6 +94,8 @@ class ServerProcess:
                 env=self.env,
                 stdout=log,
                 stderr=subprocess.STDOUT,
+                # Only setrlimit runs between fork and exec: no lock a thread could hold.
+                preexec_fn=self._limit_files if self.files_limit is not None else None,  # noqa: PLW1509
             )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -97,6 +107,10 @@ class ServerProcess:
             except httpx.HTTPError:
                 time.sleep(0.1)
         raise RuntimeError(f"the service did not start:\n{self.log.read_text()}")
+
+    def _limit_files(self) -> None:
+        assert self.files_limit is not None
+        resource.setrlimit(resource.RLIMIT_NOFILE, (self.files_limit, self.files_limit))
 
     def stop(self, sig: int = signal.SIGTERM) -> None:
         if self.proc is None:

@@ -12,8 +12,10 @@ them in one handler and the CLI maps them to one exit code.
     ├── NotFound            404  no such traceset (or another workspace's)
     ├── Conflict            409  the traceset is not in a state that allows this
     ├── Unprocessable       422  an Idempotency-Key reused with another request body
+    ├── RequestTimeout      408  the request body stopped arriving
     ├── PayloadTooLarge     413  the request body is over the limit
-    └── TooManyRequests     429  the token's request rate is over the limit (Retry-After)
+    ├── TooManyRequests     429  the token's request rate is over the limit (Retry-After)
+    └── ServiceUnavailable  503  the service is receiving all it can at once (Retry-After)
 """
 
 from __future__ import annotations
@@ -86,6 +88,12 @@ class Unprocessable(TracesetsError):
     slug = "unprocessable"
 
 
+class RequestTimeout(TracesetsError):
+    status = 408
+    title = "Request timeout"
+    slug = "request-timeout"
+
+
 class PayloadTooLarge(TracesetsError):
     status = 413
     title = "Payload too large"
@@ -99,3 +107,18 @@ class TooManyRequests(TracesetsError):
 
     #: Whole seconds until the token may send again, for the Retry-After header.
     retry_after: int = 1
+
+
+class ServiceUnavailable(TracesetsError):
+    status = 503
+    title = "Service unavailable"
+    slug = "service-unavailable"
+
+    #: Whole seconds after which a retry may well succeed, for the Retry-After header.
+    retry_after: int = 1
+
+    @classmethod
+    def busy(cls, why: str, retry_after: int) -> ServiceUnavailable:
+        refusal = cls.of([Problem("", None, f"{why}; retry later")])
+        refusal.retry_after = retry_after
+        return refusal

@@ -18,6 +18,10 @@
 | ``TRACESETS_MAX_METADATA_BYTES`` | ``65536`` | largest serialized workloadMetadata (at most 65,536) |
 | ``TRACESETS_RATE_LIMIT`` | ``100`` | requests a second per token, on average (429 beyond) |
 | ``TRACESETS_RATE_BURST`` | ``200`` | requests a token may send at once before the rate applies |
+| ``TRACESETS_HEADER_TIMEOUT`` | ``20`` | seconds a client has to send a request's headers; then the connection is closed |
+| ``TRACESETS_BODY_IDLE_TIMEOUT`` | ``60`` | seconds a request body may stop moving (408 beyond); also the age of a dead upload's temporary file before it is swept |
+| ``TRACESETS_MAX_CONCURRENT_UPLOADS`` | ``128`` | file uploads (signed PUTs) one process receives at once (503 beyond) |
+| ``TRACESETS_MAX_CONNECTIONS`` | from the open-file limit | requests one process serves at once (503 beyond); more idle connections are closed |
 """
 
 from __future__ import annotations
@@ -76,6 +80,10 @@ class Settings:
     max_metadata_bytes: int = 65_536
     rate_limit: int = 100
     rate_burst: int = 200
+    header_timeout: int = 20
+    body_idle_timeout: int = 60
+    max_concurrent_uploads: int = 128
+    max_connections: int | None = None  # None: what the open-file limit allows
 
     @classmethod
     def from_env(
@@ -119,6 +127,10 @@ class Settings:
             max_metadata_bytes=_bounded(env, "TRACESETS_MAX_METADATA_BYTES", 65_536, 64, 65_536),
             rate_limit=_positive_int(env, "TRACESETS_RATE_LIMIT", 100),
             rate_burst=_positive_int(env, "TRACESETS_RATE_BURST", 200),
+            header_timeout=_bounded(env, "TRACESETS_HEADER_TIMEOUT", 20, 1, 3600),
+            body_idle_timeout=_bounded(env, "TRACESETS_BODY_IDLE_TIMEOUT", 60, 1, 3600),
+            max_concurrent_uploads=_positive_int(env, "TRACESETS_MAX_CONCURRENT_UPLOADS", 128),
+            max_connections=_positive_int(env, "TRACESETS_MAX_CONNECTIONS", 0) or None,
         )
 
     def signing_secret(self) -> bytes:

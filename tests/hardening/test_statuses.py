@@ -10,6 +10,8 @@ their other statuses are reached on a service with local files (and the same dat
 from __future__ import annotations
 
 import secrets
+import socket
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +21,8 @@ import httpx
 import pytest
 
 from tests.flows import RANKS_8, request_urls, send, spec, upload
-from tests.hardening.service import DOCUMENT, TOKEN, hardening_process
+from tests.hardening.service import DOCUMENT, TOKEN, UNLIMITED, hardening_process
+from tests.hardening.stall import PATIENCE, connect, read_answer, stalled
 from tests.server import ServerProcess, uses_s3
 
 DOCUMENTED = sorted(
@@ -41,6 +44,7 @@ class Reach:
     local: ServerProcess  # keeps files itself: its signed URLs are served
     scoped: Callable[[str], str]  # a token of the default workspace with only this scope
     limited: Callable[[], ServerProcess]  # a service with a rate of one request a second
+    strained: Callable[[str], ServerProcess]  # a service of STRAINED's settings, by name
     cache: dict[str, Any] = field(default_factory=dict)
 
     def api(self, token: str | None = TOKEN, server: ServerProcess | None = None) -> httpx.Client:
@@ -76,6 +80,13 @@ class Reach:
             assert api.delete(f"/api/v1/tracesets/{traceset_id}").status_code == 204
         return url
 
+
+#: Services with local files and small bounds, for the statuses of slow or many clients.
+STRAINED = {
+    "impatient": {"TRACESETS_BODY_IDLE_TIMEOUT": "1"},
+    "one-upload": {"TRACESETS_MAX_CONCURRENT_UPLOADS": "1"},
+    "crowded": {"TRACESETS_MAX_CONNECTIONS": "2"},
+}
 
 Request = tuple[str, str, dict[str, Any]]  # method, path, httpx keyword arguments
 
@@ -132,6 +143,80 @@ def too_fast(reach: Reach, operation: str) -> httpx.Response:
     return answers[-1]
 
 
+def crowded(reach: Reach, request: Request) -> httpx.Response:
+    """The request, sent while idle connections fill the service's requests at once."""
+    server = reach.strained("crowded")
+    method, path, kwargs = request
+    idle: list[socket.socket] = []
+    try:
+        for _ in range(3):  # the service may not have taken the idle connections in yet
+            idle.append(connect(server.url))
+            with reach.api(server=server) as api:
+                answer = api.request(method, path, **kwargs)
+            if answer.status_code == 503:
+                assert answer.headers["retry-after"].isdigit()
+                return answer
+        return answer
+    finally:
+        for sock in idle:
+            sock.close()
+        _wait_until_serving(server)
+
+
+def _wait_until_serving(server: ServerProcess) -> None:
+    deadline = time.monotonic() + PATIENCE
+    while httpx.get(f"{server.url}/healthz").status_code != 200:
+        assert time.monotonic() < deadline, "the crowded service never served again"
+        time.sleep(0.05)
+
+
+def overloaded(reach: Reach, operation: str) -> httpx.Response:
+    return crowded(reach, ROUTES[operation](reach))
+
+
+def stalled_body(reach: Reach, method: str, url: str, content_type: str) -> httpx.Response:
+    """The answer to a request whose body stops after its first byte."""
+    with stalled(
+        method,
+        url,
+        length=100,
+        sent=b"{",
+        content_type=content_type,
+        headers={"Authorization": f"Bearer {TOKEN}"},
+    ) as sock:
+        answer = read_answer(sock)
+    assert answer is not None, "closed without an answer"
+    return httpx.Response(answer.status, headers=answer.headers, content=answer.body)
+
+
+def stalled_json(reach: Reach, path: str) -> httpx.Response:
+    return stalled_body(reach, "POST", reach.strained("impatient").url + path, "application/json")
+
+
+def stalled_put(reach: Reach) -> httpx.Response:
+    server = reach.strained("impatient")
+    with reach.api(server=server) as api:
+        [target] = request_urls(api, {"rank0.json": b"x" * 100}, RANKS_8)["uploads"]
+    return stalled_body(reach, "PUT", target["url"], "application/octet-stream")
+
+
+def upload_past_the_bound(reach: Reach) -> httpx.Response:
+    """A PUT while another upload, stalled, holds the service's one upload slot."""
+    server = reach.strained("one-upload")
+    files = {"rank0.json": b"x" * 100, "rank1.json": b"y" * 100}
+    with reach.api(server=server) as api:
+        first, second = request_urls(api, files, RANKS_8)["uploads"]
+    tmp = server.data_dir / "tmp"
+    with stalled("PUT", first["url"], length=100, sent=b"x"):
+        deadline = time.monotonic() + PATIENCE
+        while not any(tmp.iterdir()):  # the stalled upload has its slot once its file exists
+            assert time.monotonic() < deadline, "the stalled upload never started"
+            time.sleep(0.05)
+        answer = put_bytes(second["url"], files["rank1.json"])
+    assert answer.headers["retry-after"].isdigit()
+    return answer
+
+
 def unknown(reach: Reach, operation: str) -> httpx.Response:
     method, path, kwargs = ROUTES[operation](reach)
     parts = path.split("/")
@@ -174,6 +259,16 @@ TABLE: dict[tuple[str, int], Callable[[Reach], httpx.Response]] = {
         r, ("POST", "/api/v1/tracesets/upload-url", {"content": HUGE})
     ),
     ("request_upload_urls", 422): idempotency_conflict,
+    ("request_upload_urls", 408): lambda r: stalled_json(r, "/api/v1/tracesets/upload-url"),
+    ("promote_traceset", 408): lambda r: stalled_json(
+        r,
+        f"/api/v1/tracesets/{'0' * 32}/promote",  # the body is read before the traceset
+    ),
+    ("upload_file", 408): stalled_put,
+    ("upload_file", 503): upload_past_the_bound,
+    ("download_signed_file", 503): lambda r: crowded(
+        r, ("GET", f"/api/v1/blobs/{ZEROS[:32]}/0?expires=1&signature=0", {})
+    ),
     ("get_upload_status", 200): lambda r: _send(r, ROUTES["get_upload_status"](r)),
     ("complete_traceset", 200): lambda r: _send(r, ROUTES["complete_traceset"](r)),
     ("complete_traceset", 409): lambda r: _send(
@@ -220,6 +315,7 @@ ANY_OPERATION: dict[int, Callable[[Reach, str], httpx.Response]] = {
     403: without_scope,
     404: unknown,
     429: too_fast,
+    503: overloaded,
 }
 
 
@@ -260,8 +356,22 @@ def reach(
             )
         return next(p for p in started if p.env.get("TRACESETS_RATE_LIMIT") == "1")
 
+    strained_services: dict[str, ServerProcess] = {}
+
+    def strained(name: str) -> ServerProcess:
+        if name not in strained_services:
+            process = ServerProcess(
+                tmp_path_factory.mktemp(name),
+                extra_env={**UNLIMITED, "TRACESETS_BOOTSTRAP_TOKEN": TOKEN, **STRAINED[name]},
+                local_files=True,
+            )
+            process.start()
+            started.append(process)
+            strained_services[name] = process
+        return strained_services[name]
+
     assert httpx.get(f"{hardening_server.url}/openapi.json").json() == DOCUMENT
-    yield Reach(hardening_server, local, scoped, limited)
+    yield Reach(hardening_server, local, scoped, limited, strained)
     for process in started:
         process.stop()
 

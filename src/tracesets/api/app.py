@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import timedelta
@@ -17,12 +18,20 @@ from starlette.routing import Match
 
 from tracesets import tokens, web
 from tracesets.api import blobs, openapi, render, tracesets
+from tracesets.api.guards import (
+    OUT_OF_DESCRIPTORS,
+    UPLOAD_RETRY_AFTER,
+    IdleBodyTimeout,
+    UploadSlots,
+)
 from tracesets.db.engine import Database
 from tracesets.inspection_queue import InspectionQueue
 from tracesets.problems import (
     InvalidRequest,
     NotFound,
     Problem,
+    RequestTimeout,
+    ServiceUnavailable,
     TooManyRequests,
     TracesetsError,
     Unauthorized,
@@ -82,6 +91,21 @@ async def _sweep_forever(service: TracesetService, pending_ttl: int) -> None:
         await asyncio.sleep(interval)
 
 
+async def _sweep_temporary_files(store: LocalBlobStore, idle_timeout: int) -> None:
+    """Remove what uploads that died (a crash, a kill) left in the temporary folder.
+
+    A file is old enough once no body could still be arriving into it (twice the body
+    idle timeout), and dead once no process holds its lock (``LocalBlobStore.sweep_tmp``).
+    """
+    interval = max(1.0, min(60.0, idle_timeout / 2))
+    while True:
+        try:
+            await run_in_threadpool(store.sweep_tmp, time.time() - 2 * idle_timeout)
+        except Exception:  # a failed sweep is retried at the next interval
+            log.exception("sweeping temporary files failed")
+        await asyncio.sleep(interval)
+
+
 def _validation_problems(exc: RequestValidationError) -> list[Problem]:
     problems = []
     for error in exc.errors():
@@ -113,9 +137,19 @@ def _install_error_handlers(app: FastAPI) -> None:
         headers: dict[str, str] | None = None
         if isinstance(exc, Unauthorized):
             headers = {"WWW-Authenticate": "Bearer"}
-        elif isinstance(exc, TooManyRequests):
+        elif isinstance(exc, TooManyRequests | ServiceUnavailable):
             headers = {"Retry-After": str(exc.retry_after)}
+        elif isinstance(exc, RequestTimeout):  # the rest of the body is not worth reading
+            headers = {"Connection": "close"}
         return render.problem_response(exc, headers)
+
+    @app.exception_handler(OSError)
+    async def on_os_error(request: Request, exc: OSError) -> Response:
+        if exc.errno not in OUT_OF_DESCRIPTORS:
+            raise exc
+        log.warning("out of file descriptors answering %s %s", request.method, request.url.path)
+        refusal = ServiceUnavailable.busy("The service has too many files open", UPLOAD_RETRY_AFTER)
+        return await on_tracesets_error(request, refusal)
 
     @app.exception_handler(RequestValidationError)
     async def on_validation_error(_: Request, exc: RequestValidationError) -> Response:
@@ -157,6 +191,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             asyncio.create_task(_sweep_forever(service, settings.pending_ttl)),
             asyncio.create_task(inspections.run_forever()),
         ]
+        if transfers is not None:
+            background.append(
+                asyncio.create_task(
+                    _sweep_temporary_files(transfers.store, settings.body_idle_timeout)
+                )
+            )
         try:
             yield
         finally:
@@ -176,6 +216,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.state.rate_limiter = RateLimiter(settings.rate_limit, settings.rate_burst)
+    app.state.upload_slots = UploadSlots(settings.max_concurrent_uploads)
+    app.add_middleware(IdleBodyTimeout, timeout=settings.body_idle_timeout)
     app.include_router(tracesets.router)
     app.include_router(blobs.router)
     app.include_router(web.router)

@@ -13,6 +13,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse
 
 from tracesets.api import render
+from tracesets.api.guards import UploadSlots
 from tracesets.api.openapi import errors
 from tracesets.problems import NotFound, Problem
 from tracesets.storage.local import BLOB_ROUTE
@@ -51,10 +52,11 @@ _NOT_HERE: dict[int | str, dict[str, Any]] = {
     summary="Upload a file's bytes to its signed URL",
     description="The body is the file's exact bytes. Accepted only if the byte count equals "
     "the declared size and, where a sha256 was declared, the digest matches; otherwise 400 and "
-    "nothing is kept. Sending the same bytes again is harmless.",
+    "nothing is kept. Sending the same bytes again is harmless. A body that stops arriving "
+    "is cut (408); past the uploads one process receives at once, 503 with Retry-After.",
     responses={
         200: {"description": "The file arrived whole."},
-        **errors(400, 403),
+        **errors(400, 403, 408, 503),
         **_NOT_HERE,
     },
     openapi_extra={
@@ -74,9 +76,11 @@ async def upload_file(
     expires: Expires = None,
     signature: Signature = None,
 ) -> Response:
-    await transfers.receive(
-        traceset_id, idx, request.stream(), expires=expires, signature=signature
-    )
+    slots: UploadSlots = request.app.state.upload_slots
+    with slots.slot():
+        await transfers.receive(
+            traceset_id, idx, request.stream(), expires=expires, signature=signature
+        )
     return render.json_response({"received": True})
 
 

@@ -23,10 +23,14 @@ _DESCRIPTIONS = {
     403: "The token lacks the scope this route needs; for signed URLs: the URL was altered, "
     "has expired or is for another file.",
     404: "No such traceset in this workspace.",
+    408: "The request body stopped arriving (nothing for the body idle timeout); the "
+    "connection is closed.",
     409: "The traceset is not in a state that allows this.",
     413: "The request body is larger than 4 MiB.",
     422: "The Idempotency-Key was used with another request body.",
     429: "The token sends requests faster than the service allows; see Retry-After.",
+    503: "The service serves all the requests it can at once (for signed PUTs: receives all "
+    "the uploads it can at once, or has too many files open); retry after Retry-After seconds.",
 }
 
 #: Models described by name because routes read their bodies themselves.
@@ -95,6 +99,8 @@ def build(app: FastAPI) -> dict[str, Any]:
             parameters = operation.get("parameters", ())
             if any(map(_may_be_refused, parameters)) and "400" not in responses:
                 responses.update({str(k): v for k, v in errors(400).items()})
+            # Any request may find the service at its bound of requests at once.
+            responses.setdefault("503", errors(503)[503])
     app.openapi_schema = doc
     return doc
 

@@ -75,8 +75,11 @@ def serve(
     import uvicorn
 
     from tracesets import tokens
+    from tracesets.api.connections import connection_budget, raise_descriptor_limit
 
     settings = _settings(data_dir)
+    budget = connection_budget(raise_descriptor_limit())  # workers inherit the raised limit
+    requests_at_once = min(settings.max_connections or budget, budget)
     db = _database(settings)
     token: str | None = None
     if settings.bootstrap_token is not None:
@@ -95,6 +98,8 @@ def serve(
         workers=workers,
         log_level="info",
         timeout_graceful_shutdown=30,
+        http="tracesets.api.connections:GuardedHttpToolsProtocol",
+        limit_concurrency=requests_at_once,
     )
 
 

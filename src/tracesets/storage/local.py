@@ -19,10 +19,11 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import errno
+import fcntl
 import hashlib
 import os
 import shutil
-import time
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -31,7 +32,7 @@ from pathlib import Path
 from typing import Final
 
 from tracesets.inspection.source import FileSource
-from tracesets.problems import InvalidRequest, Problem
+from tracesets.problems import InvalidRequest, Problem, ServiceUnavailable
 from tracesets.storage.base import UploadIncomplete, UploadPlan
 from tracesets.storage.signing import Method, URLSigner
 
@@ -40,7 +41,6 @@ BLOB_ROUTE: Final = "/api/v1/blobs"
 # Two blocks are held at a time; larger ones cost RSS and gained nothing measurable.
 _BLOCK: Final = 2 * 1024 * 1024
 _IOV_MAX: Final = max(16, os.sysconf("SC_IOV_MAX"))  # buffers one writev takes (1024 on Linux)
-_STALE_SECONDS: Final = 24 * 3600
 _FADVISE: Final = hasattr(os, "posix_fadvise")  # not on macOS: there the kernel decides
 
 
@@ -54,12 +54,15 @@ class _Sink:
     """The temporary file and its running digest.
 
     ``hash`` and ``write`` may run at the same time on two threads, each on the same
-    block; each runs for one block at a time and in order.
+    block; each runs for one block at a time and in order. The file is locked while
+    its upload lives: the lock dies with the process, so a sweep knows a dead upload's
+    leftover from a live one's, whichever process sharing the folder it belongs to.
     """
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o640)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
         self.digest = hashlib.sha256()
         self.written = 0
         self.previous = 0  # where the block before the last one written starts
@@ -80,18 +83,20 @@ class _Sink:
             )
         self.previous = start
 
-    def finish(self) -> None:
+    def finish(self, final: Path) -> None:
+        """Move the file into place; closed (unlocked) only after, so no sweep takes it."""
         os.fsync(self.fd)
         if _FADVISE:
             os.posix_fadvise(self.fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.replace(self.path, final)
         os.close(self.fd)
         self.fd = -1
 
     def discard(self) -> None:
+        self.path.unlink(missing_ok=True)
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
-        self.path.unlink(missing_ok=True)
 
 
 def _write_all(fd: int, chunks: list[bytes]) -> None:
@@ -167,13 +172,22 @@ class LocalBlobStore:
         self._workers = concurrent.futures.ThreadPoolExecutor(
             max_workers=16, thread_name_prefix="blob-store"
         )
-        # Leftovers of uploads cut short by a crash are never visible; drop the old ones.
-        # (A fresh one may belong to another process sharing this folder.)
-        cutoff = time.time() - _STALE_SECONDS
+
+    def sweep_tmp(self, cutoff: float) -> int:
+        """Remove temporary files last written before ``cutoff`` (a Unix time) whose
+        upload is dead: no process holds their lock. Returns how many were removed.
+
+        Such leftovers of uploads cut short by a crash are never visible. A live
+        upload, of this process or another sharing the folder, holds its file's lock;
+        the age spares a file just created and not yet locked.
+        """
+        removed = 0
         for leftover in self.tmp.iterdir():
             with contextlib.suppress(FileNotFoundError):
-                if leftover.stat().st_mtime < cutoff:
+                if leftover.stat().st_mtime < cutoff and _unlocked(leftover):
                     leftover.unlink()
+                    removed += 1
+        return removed
 
     def path(self, key: str) -> Path:
         return self.blobs / key
@@ -234,7 +248,12 @@ class LocalBlobStore:
         With ``key`` None the bytes are checked and dropped: a repeated upload of a file
         already in place.
         """
-        sink = _Sink(self.tmp / f"{uuid.uuid4().hex}.part")
+        try:
+            sink = _Sink(self.tmp / f"{uuid.uuid4().hex}.part")
+        except OSError as exc:
+            if exc.errno not in (errno.EMFILE, errno.ENFILE):
+                raise
+            raise ServiceUnavailable.busy("The service has too many files open", 5) from exc
         try:
             received = await self._stream(sink, chunks, size)
             digest = sink.digest.hexdigest()
@@ -296,10 +315,9 @@ class LocalBlobStore:
         return [self._workers.submit(sink.hash, block), self._workers.submit(sink.write, block)]
 
     def _place(self, sink: _Sink, key: str) -> None:
-        sink.finish()
         final = self.path(key)
         final.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(sink.path, final)
+        sink.finish(final)
         _fsync_dir(final.parent)
 
     def size_of(self, key: str) -> int | None:
@@ -313,6 +331,20 @@ class LocalBlobStore:
 
     def delete_prefix(self, prefix: str) -> None:
         shutil.rmtree(self.blobs / prefix, ignore_errors=True)
+
+
+def _unlocked(path: Path) -> bool:
+    """Whether no process holds the file's lock (taking it, then letting it go at once)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(
+            fd, fcntl.LOCK_SH | fcntl.LOCK_NB
+        )  # shared: works on a read-only fd over NFS too
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)
+    return True
 
 
 def _fsync_dir(path: Path) -> None:

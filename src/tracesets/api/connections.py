@@ -1,0 +1,133 @@
+"""The service's HTTP/1.1 protocol: uvicorn's httptools one, with the bounds it lacks.
+
+Uvicorn times out only idle keep-alive connections: a client that opens a connection
+and sends nothing, or sends its headers a byte at a time, holds a socket (a file
+descriptor) for as long as it likes. Here every request's headers must arrive within
+``TRACESETS_HEADER_TIMEOUT`` seconds of its first byte (the first request's, of the
+connection opening), or the connection is closed.
+
+Uvicorn's ``limit_concurrency`` answers 503 to requests past the limit, in plain text;
+here the answer is problem details with Retry-After, and connections past twice the
+limit are closed as soon as they are accepted. So the descriptors sockets hold stay
+within the budget ``connection_budget`` leaves beside the files requests open.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import resource
+from typing import Any
+
+from starlette.types import Receive, Scope, Send
+from uvicorn.config import Config
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.server import ServerState
+
+from tracesets.api import render
+from tracesets.problems import ServiceUnavailable
+from tracesets.settings import Settings
+
+#: A sensible soft limit where the hard one is unlimited (macOS refuses more than OPEN_MAX).
+_UNLIMITED_FALLBACK = 65_536
+
+#: Seconds a client is asked to wait when every request slot is taken.
+_BUSY_RETRY_AFTER = 1
+
+
+def raise_descriptor_limit() -> int:
+    """Raise the soft open-file limit to the hard one; return the limit in force."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = _UNLIMITED_FALLBACK if hard == resource.RLIM_INFINITY else hard
+    if soft != resource.RLIM_INFINITY and soft < target:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (ValueError, OSError):  # the system caps it lower: keep what we have
+            pass
+    return _UNLIMITED_FALLBACK if soft == resource.RLIM_INFINITY else soft
+
+
+def connection_budget(descriptors: int) -> int:
+    """Requests served at once with ``descriptors`` open files to spend.
+
+    A reserve goes to the database pool, the event loop, S3's connections and
+    inspections. Past the budget, requests are answered 503; up to twice it,
+    connections are held (one descriptor each), beyond that closed. Each request
+    served may hold a file besides its socket: four descriptors per request slot.
+    """
+    reserve = max(128, descriptors // 16)
+    return max(8, (descriptors - reserve) // 4)
+
+
+@functools.cache
+def _header_timeout() -> float:
+    """Read once per process: protocols are made per connection."""
+    return float(Settings.from_env().header_timeout)
+
+
+async def _busy_app(scope: Scope, receive: Receive, send: Send) -> None:
+    refusal = ServiceUnavailable.busy(
+        "The service serves all the requests it can at once", _BUSY_RETRY_AFTER
+    )
+    answer = render.problem_response(
+        refusal, {"Retry-After": str(_BUSY_RETRY_AFTER), "Connection": "close"}
+    )
+    await answer(scope, receive, send)
+
+
+class GuardedHttpToolsProtocol(HttpToolsProtocol):
+    def __init__(
+        self,
+        config: Config,
+        server_state: ServerState,
+        app_state: dict[str, Any],
+        _loop: asyncio.AbstractEventLoop | None = None,
+    ) -> None:
+        super().__init__(config, server_state, app_state, _loop)
+        self.header_timeout = _header_timeout()
+        self.header_timer: asyncio.TimerHandle | None = None
+        # The limit is checked here, answered with problem details, not by uvicorn.
+        self.request_limit = self.limit_concurrency
+        self.limit_concurrency = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        if self.request_limit is not None and len(self.connections) > 2 * self.request_limit:
+            transport.close()
+            return
+        self._arm()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        if self.header_timer is None:
+            self._arm()
+
+    def on_headers_complete(self) -> None:
+        self._disarm()
+        limit = self.request_limit
+        if limit is None or (len(self.connections) < limit and len(self.tasks) < limit):
+            super().on_headers_complete()
+            return
+        app, self.app = self.app, _busy_app
+        try:
+            super().on_headers_complete()
+        finally:
+            self.app = app
+
+    def _arm(self) -> None:
+        self.header_timer = self.loop.call_later(self.header_timeout, self._headers_too_slow)
+
+    def _disarm(self) -> None:
+        if self.header_timer is not None:
+            self.header_timer.cancel()
+            self.header_timer = None
+
+    def _headers_too_slow(self) -> None:
+        self.header_timer = None
+        if not self.transport.is_closing():
+            self.transport.close()
