@@ -51,10 +51,12 @@ _NOT_HERE: dict[int | str, dict[str, Any]] = {
     summary="Upload a file's bytes to its signed URL",
     description="The body is the file's exact bytes. Accepted only if the byte count equals "
     "the declared size and, where a sha256 was declared, the digest matches; otherwise 400 and "
-    "nothing is kept. Sending the same bytes again is harmless.",
+    "nothing is kept. Sending the same bytes again is harmless. Once the traceset is "
+    "complete its bytes are fixed: other bytes answer 409 and are not kept, even when their "
+    "upload began before `complete`.",
     responses={
         200: {"description": "The file arrived whole."},
-        **errors(400, 403),
+        **errors(400, 403, 409),
         **_NOT_HERE,
     },
     openapi_extra={
