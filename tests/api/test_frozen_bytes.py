@@ -223,6 +223,6 @@ def test_upload_urls_go_only_to_write_tokens(server: ServerProcess, tmp_path: Pa
         assert written.status_code == 200, written.text
         assert written.json()["received"] == ["a.json"]
         [target] = written.json()["uploads"]
-        assert target["name"] == "b.json" and target.get("url") or target.get("parts")
+        assert target["name"] == "b.json" and (target.get("url") or target.get("parts"))
         send(target, missing)
         assert writer.post(f"/api/v1/tracesets/{traceset_id}/complete").status_code == 200
