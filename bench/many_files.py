@@ -6,8 +6,9 @@ Three pending tracesets of 1-byte files (10, 1,000 and 10,000 files) get their P
 measured; then each is completed and its downloads measured: the ``files/{name}``
 redirect, then the signed GET it points to. Requests go one at a time on one
 keep-alive connection, to random files of the traceset. Rounds alternate the sizes
-(the order rotates each round); each figure is the median over rounds of each round's
-median latency, with the spread (lowest and highest round median).
+(request by request; the order rotates each round); each figure is the median over
+rounds of each round's median latency, with the spread (lowest and highest round
+median).
 
     .venv/bin/python bench/many_files.py [--rounds 5] [--requests 200]
 """
@@ -88,28 +89,28 @@ def create(conn: Connection, count: int) -> tuple[str, list[str]]:
     return created["tracesetId"], [path_of(u["url"]) for u in created["uploads"]]
 
 
-def timed(job: Callable[[], object], requests: int) -> float:
-    """The median latency of ``requests`` runs of ``job``, in milliseconds."""
-    took = []
-    for _ in range(requests):
-        start = time.perf_counter()
-        job()
-        took.append(time.perf_counter() - start)
-    return statistics.median(took) * 1000
-
-
 def alternate(
     jobs: dict[int, Callable[[], object]], rounds: int, requests: int, what: str
 ) -> dict[int, list[float]]:
-    """Each size's round medians, sizes alternating (the order rotates each round)."""
+    """Each size's round medians (ms). Within a round the sizes take turns request by
+    request (the order rotates each round), so a burst of load on this shared machine
+    falls on every size alike."""
     measured: dict[int, list[float]] = {size: [] for size in jobs}
-    for job in jobs.values():  # warm-up, unmeasured
-        timed(job, max(10, requests // 10))
     order = list(jobs)
+    for _ in range(max(10, requests // 10)):  # warm-up, unmeasured
+        for job in jobs.values():
+            job()
     for round_ in range(1, rounds + 1):
         shift = (round_ - 1) % len(order)
-        for size in order[shift:] + order[:shift]:
-            measured[size].append(timed(jobs[size], requests))
+        turn = order[shift:] + order[:shift]
+        took: dict[int, list[float]] = {size: [] for size in jobs}
+        for _ in range(requests):
+            for size in turn:
+                start = time.perf_counter()
+                jobs[size]()
+                took[size].append(time.perf_counter() - start)
+        for size in order:
+            measured[size].append(statistics.median(took[size]) * 1000)
         line = "  ".join(f"{s:>6,}: {measured[s][-1]:6.2f} ms" for s in order)
         print(f"  {what} round {round_}  {line}", flush=True)
     return measured
