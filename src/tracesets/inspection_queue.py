@@ -55,7 +55,8 @@ class InspectionQueue:
         findings: list[FileFinding] = []
         for f in traceset.files:
             if f.role == "primary":
-                source = self.store.open_source(f"{traceset.id}/{f.idx}")
+                assert f.sha256 is not None  # complete recorded every file's digest
+                source = self.store.open_source(f"{traceset.id}/{f.idx}", sha256=f.sha256)
                 findings.extend(inspect_file(f.name, source))
         return summarize(findings, declared_rank_count=traceset.rank_count), findings
 

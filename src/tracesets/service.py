@@ -34,6 +34,8 @@ from tracesets.storage.base import BlobStore, UploadIncomplete, UploadPlan
 from tracesets.uploadrequest import UploadRequest, read_upload_request
 
 IDEMPOTENCY_WINDOW = timedelta(hours=24)
+#: Rounds of complete's check-then-commit while uploads keep replacing files.
+_COMPLETE_ATTEMPTS = 3
 log = logging.getLogger("tracesets")
 
 
@@ -246,11 +248,30 @@ class TracesetService:
         """Fresh URLs for whatever has not arrived; records new multipart uploads."""
         return self.upload_status(traceset.workspace, traceset.id, base_url).uploads
 
-    def upload_status(self, workspace: str, traceset_id: str, base_url: str) -> UploadStatus:
-        """What has arrived, and fresh URLs for the rest (only the missing parts)."""
+    def upload_status(
+        self, workspace: str, traceset_id: str, base_url: str, *, with_urls: bool = True
+    ) -> UploadStatus:
+        """What has arrived, and fresh URLs for the rest (only the missing parts).
+
+        Without ``with_urls`` (a caller who may not upload) only what has arrived, and
+        nothing is started or recorded in the store.
+        """
         traceset = self.get(workspace, traceset_id)
         if traceset.status != "pending":
             return UploadStatus(traceset, [f.name for f in traceset.files], [])
+        if not with_urls:
+            arrived = [
+                f.name
+                for f in traceset.files
+                if self.store.arrived(
+                    blob_key(traceset.id, f.idx),
+                    size=f.size,
+                    sha256=f.expected_sha256,
+                    upload_id=f.upload_id,
+                    part_size=f.part_size,
+                )
+            ]
+            return UploadStatus(traceset, arrived, [])
         received: list[str] = []
         uploads: list[UploadTarget] = []
         restarted: list[tuple[int, UploadPlan]] = []
@@ -258,7 +279,7 @@ class TracesetService:
             plan = self.store.resume_upload(
                 blob_key(traceset.id, f.idx),
                 size=f.size,
-                sha256=f.sha256_declared,
+                sha256=f.expected_sha256,
                 upload_id=f.upload_id,
                 part_size=f.part_size,
                 base_url=base_url,
@@ -282,9 +303,28 @@ class TracesetService:
         return UploadStatus(traceset, received, uploads)
 
     def complete(self, workspace: str, traceset_id: str) -> Traceset:
-        traceset = self.get(workspace, traceset_id)
-        if traceset.status != "pending":
-            return traceset
+        """Check every file in the store, then make the traceset ready with exactly the
+        bytes checked: if a file changed in between (a PUT landed), check again."""
+        for _ in range(_COMPLETE_ATTEMPTS):
+            traceset = self.get(workspace, traceset_id)
+            if traceset.status != "pending":
+                return traceset
+            done = self._mark_ready(workspace, traceset_id, self._finished(traceset))
+            if done is not None:
+                return done
+        raise Conflict.of(
+            [
+                Problem(
+                    "files",
+                    traceset_id,
+                    "Files kept arriving while the upload was being completed; complete it "
+                    "again once every upload has ended",
+                )
+            ]
+        )
+
+    def _finished(self, traceset: Traceset) -> dict[int, str]:
+        """Each file's digest as the store holds it; Conflict naming every file not whole."""
         digests: dict[int, str] = {}
         missing: list[Problem] = []
         for f in traceset.files:
@@ -299,25 +339,40 @@ class TracesetService:
                 missing.append(Problem(f"files[{f.idx}]", f.name, f"{f.name} {why}"))
         if missing:
             raise Conflict.of(missing)
+        return digests
+
+    def _mark_ready(
+        self, workspace: str, traceset_id: str, digests: dict[int, str]
+    ) -> Traceset | None:
+        """Ready with ``digests``, in one transaction holding the traceset's row (a PUT
+        takes it too); None if a file's recorded digest changed since they were read."""
         now = _now()
+        queued = adopted = False
         with self.db.write() as conn:
             current = queries.get_traceset(
                 conn, workspace=workspace, traceset_id=traceset_id, for_update=True
             )
             if current is None:
                 raise _not_found(traceset_id)
-            queued = False
             if current.status == "pending":
+                if any(f.sha256 not in (None, digests[f.idx]) for f in current.files):
+                    return None
                 for idx, digest in digests.items():
                     queries.mark_received(conn, seq=current.seq, idx=idx, sha256=digest, now=now)
                     queries.set_upload(
                         conn, seq=current.seq, idx=idx, upload_id=None, part_size=None
                     )
                 queries.set_status(conn, seq=current.seq, status="ready", now=now)
+                adopted = True
                 if any(f.role == "primary" for f in current.files):
                     queries.queue_inspection(conn, seq=current.seq)
                     queued = True
             done = queries.get_traceset(conn, workspace=workspace, traceset_id=traceset_id)
+        if adopted:
+            # After the commit: from now on no upload can become one of these files.
+            self.store.drop_superseded(
+                traceset_id, {blob_key(traceset_id, idx): d for idx, d in digests.items()}
+            )
         if queued and self.on_inspection_queued is not None:
             self.on_inspection_queued()
         assert done is not None
@@ -397,13 +452,16 @@ class TracesetService:
     # -- download, delete -------------------------------------------------------------------
 
     def download_url(self, workspace: str, traceset_id: str, name: str, base_url: str) -> str:
-        traceset = self.get(workspace, traceset_id)
-        file = traceset.file_named(name)
-        if file is None:
+        with self.db.read() as conn:
+            found = queries.one_file(conn, traceset_id=traceset_id, workspace=workspace, name=name)
+            if found is None and queries.get_status(conn, workspace, traceset_id) is None:
+                raise _not_found(traceset_id)
+        if found is None:
             raise NotFound.of(
                 [Problem("name", name, f"Traceset {traceset_id} has no file named {name}")]
             )
-        if traceset.status == "pending":
+        file = found.file
+        if found.status == "pending":
             raise Conflict.of(
                 [
                     Problem(
@@ -412,7 +470,7 @@ class TracesetService:
                 ]
             )
         return self.store.download_url(
-            blob_key(traceset.id, file.idx), filename=posixpath.basename(name), base_url=base_url
+            blob_key(traceset_id, file.idx), filename=posixpath.basename(name), base_url=base_url
         )
 
     def delete(self, workspace: str, traceset_id: str) -> None:

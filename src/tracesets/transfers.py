@@ -3,6 +3,14 @@
 With files in a local folder the service is the storage endpoint: it checks the URL's
 signature, streams the body into place (``LocalBlobStore.receive``) and records the
 arrival. With S3 none of this runs: clients talk to the bucket.
+
+Bytes are frozen once a traceset is complete, whatever a PUT's timing. A PUT writes
+its bytes under a name of their own (their digest), then records that name in one
+transaction that holds the traceset's row (``queries.adopt_received``) and does so
+only while the traceset is pending; ``complete`` takes the same row exclusively. So a
+PUT that ends after ``complete`` never becomes the file: it answers 409 and its bytes
+are removed. Each request reads one file's row and its traceset's status, never the
+traceset's other files: its cost does not grow with the traceset.
 """
 
 from __future__ import annotations
@@ -14,8 +22,8 @@ from pathlib import Path
 
 from tracesets.db import queries
 from tracesets.db.engine import Database
-from tracesets.problems import Forbidden, NotFound, Problem
-from tracesets.records import StoredFile, Traceset
+from tracesets.problems import Conflict, Forbidden, NotFound, Problem
+from tracesets.records import StoredFile
 from tracesets.storage.local import LocalBlobStore
 from tracesets.storage.signing import Method, URLSigner
 
@@ -28,6 +36,19 @@ def _gone(key: str) -> NotFound:
     return NotFound.of([Problem("url", key, "This file's traceset no longer exists")])
 
 
+def _frozen(key: str, status: str) -> Conflict:
+    return Conflict.of(
+        [
+            Problem(
+                "url",
+                key,
+                f"This file's traceset is {status}: its bytes were fixed when its upload was "
+                "completed, and other bytes are not kept",
+            )
+        ]
+    )
+
+
 class LocalTransfers:
     def __init__(self, db: Database, store: LocalBlobStore, signer: URLSigner) -> None:
         self.db = db
@@ -36,17 +57,16 @@ class LocalTransfers:
 
     def _signed_file(
         self, method: Method, traceset_id: str, idx: int, expires: str | None, signature: str | None
-    ) -> tuple[Traceset, StoredFile]:
+    ) -> queries.OneFile:
         key = _key(traceset_id, idx)
         why = self.signer.verify(method, key, expires, signature)
         if why is not None:
             raise Forbidden.of([Problem("signature", signature, why)])
         with self.db.read() as conn:
-            traceset = queries.get_traceset(conn, workspace=None, traceset_id=traceset_id)
-        file = traceset.file_at(idx) if traceset is not None else None
-        if traceset is None or file is None:
+            found = queries.one_file(conn, traceset_id=traceset_id, workspace=None, idx=idx)
+        if found is None:
             raise _gone(key)
-        return traceset, file
+        return found
 
     async def receive(
         self,
@@ -57,35 +77,45 @@ class LocalTransfers:
         expires: str | None,
         signature: str | None,
     ) -> None:
-        traceset, file = await asyncio.to_thread(
+        found = await asyncio.to_thread(
             self._signed_file, "PUT", traceset_id, idx, expires, signature
         )
-        key = _key(traceset_id, idx)
-        if traceset.status != "pending":
+        key, file = _key(traceset_id, idx), found.file
+        if found.status != "pending":
             # Complete: the same bytes again are harmless (checked, then dropped), others refused.
-            await self.store.receive(None, chunks, size=file.size, sha256=file.sha256)
+            received = await self.store.receive(None, chunks, size=file.size, sha256=None)
+            if received.sha256 != file.sha256:
+                raise _frozen(key, found.status)
             return
         received = await self.store.receive(
             key, chunks, size=file.size, sha256=file.sha256_declared
         )
-        await asyncio.to_thread(self._record, traceset, idx, received.sha256)
+        await asyncio.to_thread(self._adopt, found.seq, key, idx, received.sha256)
 
-    def _record(self, traceset: Traceset, idx: int, sha256: str) -> None:
-        key = _key(traceset.id, idx)
+    def _adopt(self, seq: int, key: str, idx: int, sha256: str) -> None:
+        """Make the bytes just placed the file's, if its traceset is still pending."""
         with self.db.write() as conn:
-            if queries.get_traceset(conn, workspace=None, traceset_id=traceset.id) is None:
-                self.store.delete(key)  # deleted while the bytes were arriving
-                raise _gone(key)
-            queries.mark_received(
-                conn, seq=traceset.seq, idx=idx, sha256=sha256, now=datetime.now(UTC)
+            outcome = queries.adopt_received(
+                conn, seq=seq, idx=idx, sha256=sha256, now=datetime.now(UTC)
             )
+        if outcome is None:
+            self.store.delete(key, sha256)  # deleted while the bytes were arriving
+            raise _gone(key)
+        status, recorded = outcome
+        if recorded != sha256:
+            # Completed while the bytes were arriving: they are not the file's.
+            self.store.delete(key, sha256)
+            raise _frozen(key, status)
 
     def download(
         self, traceset_id: str, idx: int, *, expires: str | None, signature: str | None
     ) -> tuple[StoredFile, Path]:
         """The file a signed download URL names and where its bytes are."""
-        _, file = self._signed_file("GET", traceset_id, idx, expires, signature)
-        path = self.store.path(_key(traceset_id, idx))
+        file = self._signed_file("GET", traceset_id, idx, expires, signature).file
+        key = _key(traceset_id, idx)
+        if file.sha256 is None:
+            raise _gone(key)
+        path = self.store.path(key, file.sha256)
         if not path.exists():
-            raise _gone(_key(traceset_id, idx))
+            raise _gone(key)
         return file, path

@@ -47,7 +47,7 @@ def test_other_bytes_after_complete_are_refused(local_api: httpx.Client) -> None
     assert put(url, b"same").status_code == 200
     assert local_api.post(f"/api/v1/tracesets/{created['tracesetId']}/complete").status_code == 200
     assert put(url, b"same").status_code == 200, "the same bytes again are harmless"
-    assert put(url, b"diff").status_code == 400, "other bytes are refused"
+    assert put(url, b"diff").status_code == 409, "other bytes are refused"
     path = f"/api/v1/tracesets/{created['tracesetId']}/files/a"
     assert local_api.get(path, follow_redirects=True).content == b"same"
 

@@ -12,7 +12,12 @@ SIGKILL once a trial-specific number of answers has come back, and then proves:
   either untouched or promoted with its new metadata, and acknowledged ones are
   promoted), and every interrupted upload completes when its client retries (same
   Idempotency-Key: the same traceset, fresh URLs for what is missing, never a second
-  traceset).
+  traceset);
+- acknowledged bytes never change: some clients send other bytes to a file's URL while
+  its ``complete`` runs (the late upload races it); whatever ``complete`` answered, the
+  stored file, its sha256 and its download are exactly those bytes, before and after the
+  restart, and a late upload is refused (409 from the service, 412 from S3) or lost with
+  the service, never kept.
 
 It runs on whatever backends the run uses: SQLite + local files, or PostgreSQL + S3.
 """
@@ -61,13 +66,20 @@ class Upload:
     traceset_id: str | None = None
     arrived: set[str] = field(default_factory=set)  # PUTs answered 200
     completed: bool = False
+    #: Other bytes sent to the file's URL while complete runs (declared without sha256).
+    racing: dict[str, bytes] = field(default_factory=dict)
+    #: name → sha256, as complete's 200 answered it.
+    acknowledged: dict[str, str] = field(default_factory=dict)
 
     @property
     def body(self) -> bytes:
         return json.dumps(
             {
                 "name": f"crash upload {self.index}",
-                "files": [spec(name, data) for name, data in self.files.items()],
+                "files": [
+                    spec(name, data, with_sha=name not in self.racing)
+                    for name, data in self.files.items()
+                ],
                 "workloadMetadata": ORIGINAL,
             }
         ).encode()
@@ -85,7 +97,9 @@ def make_uploads() -> list[Upload]:
     for i in range(UPLOADS):
         size = LARGE if i % 7 == 3 else 256 * 1024 * (1 + i % 4)
         files = {"rank0.json": os.urandom(size), "logs/run.txt": os.urandom(1000 + i)}
-        uploads.append(Upload(i, files))
+        # Every other upload races a late PUT of other bytes against its complete.
+        racing = {"logs/run.txt": os.urandom(1000 + i)} if i % 2 else {}
+        uploads.append(Upload(i, files, racing=racing))
     return uploads
 
 
@@ -142,8 +156,24 @@ def upload_once(storm: Storm, server: ServerProcess, token: str, up: Upload) -> 
                 if not storm.answer(sent, 200, by_service=url.startswith(server.url)):
                     return
             up.arrived.add(target["name"])
-        done = api.post(f"/api/v1/tracesets/{up.traceset_id}/complete")
+        with ThreadPoolExecutor(1) as late:
+            racing = [
+                late.submit(storm.run, partial(put_late, storm, target, up.racing[target["name"]]))
+                for target in created.json()["uploads"]
+                if target["name"] in up.racing
+            ]
+            done = api.post(f"/api/v1/tracesets/{up.traceset_id}/complete")
+            for job in racing:
+                job.result()
         up.completed = storm.answer(done, 200)
+        if up.completed:
+            up.acknowledged = {f["name"]: f["sha256"] for f in done.json()["files"]}
+
+
+def put_late(storm: Storm, target: dict[str, Any], data: bytes) -> None:
+    """Other bytes to a file's URL, racing its complete: kept only if they came first."""
+    sent = put(target["url"], data, target["headers"])
+    storm.answer(sent, 200, 409, 412, by_service=False)
 
 
 def promote_once(
@@ -190,13 +220,29 @@ def check_database(server: ServerProcess, workspace: str) -> None:
         assert server.query(sql) == [], what
 
 
-def stored_files(server: ServerProcess, workspace: str) -> dict[tuple[str, int], tuple[int, str]]:
-    """(traceset id, file index) → (declared size, declared sha256), for the workspace."""
+@dataclass(frozen=True)
+class FileRow:
+    size: int
+    sha256_declared: str | None
+    sha256: str | None  # recorded: at complete, or (local files) when the bytes arrived
+    complete: bool
+
+
+def stored_files(server: ServerProcess, workspace: str) -> dict[tuple[str, int], FileRow]:
+    """(traceset id, file index) → what the database says of the file, for the workspace."""
     rows = server.query(
-        "SELECT t.id, f.idx, f.size, f.sha256_declared FROM tracesets t "
+        "SELECT t.id, f.idx, f.size, f.sha256_declared, f.sha256, t.status FROM tracesets t "
         f"JOIN files f ON f.traceset_seq = t.seq WHERE t.workspace = '{workspace}'"
     )
-    return {(str(r[0]), int(str(r[1]))): (int(str(r[2])), str(r[3])) for r in rows}
+    return {
+        (str(r[0]), int(str(r[1]))): FileRow(
+            int(str(r[2])),
+            None if r[3] is None else str(r[3]),
+            None if r[4] is None else str(r[4]),
+            r[5] != "pending",
+        )
+        for r in rows
+    }
 
 
 def visible_files(server: ServerProcess, traceset_ids: set[str]) -> Iterator[tuple[str, bytes]]:
@@ -218,13 +264,28 @@ def visible_files(server: ServerProcess, traceset_ids: set[str]) -> Iterator[tup
 
 
 def check_store(server: ServerProcess, workspace: str) -> None:
-    """Only whole files are visible: each has its declared size and digest."""
+    """Only whole files are visible: each has its declared size and digest, and every file
+    of a complete traceset holds the bytes its row records.
+
+    Local files are named ``INDEX.SHA256`` (their digest): the name must be the bytes'.
+    """
     declared = stored_files(server, workspace)
+    named: dict[tuple[str, int], set[str]] = {}
     for key, data in visible_files(server, {t for t, _ in declared}):
-        traceset_id, idx = key.split("/")
-        assert (traceset_id, int(idx)) in declared, f"{key}: a file of no traceset"
-        size, sha256 = declared[traceset_id, int(idx)]
-        assert (len(data), hashlib.sha256(data).hexdigest()) == (size, sha256), key
+        traceset_id, _, name = key.partition("/")
+        idx, _, name_sha256 = name.partition(".")
+        row = declared.get((traceset_id, int(idx)))
+        assert row is not None, f"{key}: a file of no traceset"
+        digest = hashlib.sha256(data).hexdigest()
+        assert len(data) == row.size, key
+        assert row.sha256_declared in (None, digest), key
+        assert name_sha256 in ("", digest), f"{key}: bytes that are not the name's"
+        named.setdefault((traceset_id, int(idx)), set()).add(digest)
+    for file, row in declared.items():
+        if row.complete:
+            # Bytes replaced before complete may outlive a kill right after it, under
+            # names no row gives: never served, and removed with the traceset.
+            assert row.sha256 in named.get(file, set()), f"{file}: the recorded bytes are gone"
 
 
 # -- the trial ------------------------------------------------------------------------------
@@ -278,6 +339,7 @@ def test_sigkill_mid_uploads_and_promotions_loses_nothing(tmp_path: Path, kill_a
             for up in uploads:
                 if up.completed:
                     assert_intact(api, up)
+                    assert up.racing or up.acknowledged == digests(up.files)
             for traceset_id in targets:
                 got = api.get(f"/api/v1/tracesets/{traceset_id}").json()
                 state = (got["status"], got["promotedAt"] is not None, got["workloadMetadata"])
@@ -323,12 +385,21 @@ def resume(api: httpx.Client, up: Upload) -> None:
     assert done.status_code == 200, done.text
 
 
+def digests(files: dict[str, bytes]) -> dict[str, str]:
+    return {name: hashlib.sha256(data).hexdigest() for name, data in files.items()}
+
+
 def assert_intact(api: httpx.Client, up: Upload) -> None:
+    """Complete, with the bytes its complete acknowledged (if it answered), which are the
+    client's, or for a raced file the late upload's if that came first."""
     got: dict[str, Any] = api.get(f"/api/v1/tracesets/{up.traceset_id}").json()
     assert got["status"] == "ready" and got["workloadMetadata"] == ORIGINAL
-    for name, data in up.files.items():
+    sent, late = digests(up.files), digests(up.racing)
+    for name in up.files:
         file = next(f for f in got["files"] if f["name"] == name)
-        assert file["received"] and file["sha256"] == hashlib.sha256(data).hexdigest()
+        assert file["received"] and file["sha256"] in (sent[name], late.get(name))
+        if up.acknowledged:
+            assert file["sha256"] == up.acknowledged[name], f"{name}: acknowledged bytes changed"
         download = api.get(f"/api/v1/tracesets/{up.traceset_id}/files/{name}")
         body = httpx.get(download.headers["location"], timeout=60).content
-        assert hashlib.sha256(body).digest() == hashlib.sha256(data).digest(), name
+        assert hashlib.sha256(body).hexdigest() == file["sha256"], name

@@ -245,6 +245,16 @@ def bad_index(url: str) -> str:
     return head.rsplit("/", 1)[0] + "/first?" + query
 
 
+def late_put(reach: Reach) -> httpx.Response:
+    """Other bytes to the upload URL of a file whose traceset is complete."""
+    url, data = reach.signed("PUT")
+    with reach.api(server=reach.local) as api:
+        traceset_id = url.split("/api/v1/blobs/")[1].split("/")[0]
+        assert put_bytes(url, data).status_code == 200
+        assert api.post(f"/api/v1/tracesets/{traceset_id}/complete").status_code == 200
+    return put_bytes(url, bytes(len(data)))
+
+
 def pending_file(reach: Reach) -> httpx.Response:
     with reach.api() as api:
         return api.get(f"/api/v1/tracesets/{reach.pending()}/files/rank0.json")
@@ -300,6 +310,7 @@ TABLE: dict[tuple[str, int], Callable[[Reach], httpx.Response]] = {
     ("download_file", 409): pending_file,
     ("upload_file", 200): lambda r: put_bytes(*r.signed("PUT")),
     ("upload_file", 400): lambda r: put_bytes(r.signed("PUT")[0], b"other bytes"),
+    ("upload_file", 409): late_put,
     ("upload_file", 403): lambda r: put_bytes(altered(r.signed("PUT")[0]), b"x"),
     ("upload_file", 404): lambda r: put_bytes(r.orphaned("PUT"), b"x"),
     ("download_signed_file", 200): lambda r: httpx.get(r.signed("GET")[0]),

@@ -52,11 +52,13 @@ _NOT_HERE: dict[int | str, dict[str, Any]] = {
     summary="Upload a file's bytes to its signed URL",
     description="The body is the file's exact bytes. Accepted only if the byte count equals "
     "the declared size and, where a sha256 was declared, the digest matches; otherwise 400 and "
-    "nothing is kept. Sending the same bytes again is harmless. A body that stops arriving "
-    "is cut (408); past the uploads one process receives at once, 503 with Retry-After.",
+    "nothing is kept. Sending the same bytes again is harmless. Once the traceset is "
+    "complete its bytes are fixed: other bytes answer 409 and are not kept, even when their "
+    "upload began before `complete`. A body that stops arriving is cut (408); past the "
+    "uploads one process receives at once, 503 with Retry-After.",
     responses={
         200: {"description": "The file arrived whole."},
-        **errors(400, 403, 408, 503),
+        **errors(400, 403, 408, 409, 503),
         **_NOT_HERE,
     },
     openapi_extra={

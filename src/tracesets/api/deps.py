@@ -82,6 +82,10 @@ async def current_caller(
     return caller
 
 
+#: The caller itself, for a route whose answer depends on its scopes.
+Caller = Annotated[tokens.Caller, Depends(current_caller)]
+
+
 def _scoped(scope: str) -> Callable[[tokens.Caller], Awaitable[str]]:
     async def workspace(caller: Annotated[tokens.Caller, Depends(current_caller)]) -> str:
         if scope not in caller.scopes:

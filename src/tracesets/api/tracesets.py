@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Header, Query, Response
@@ -12,6 +13,7 @@ from tracesets.api import render
 from tracesets.api.deps import (
     BaseURL,
     Body,
+    Caller,
     PromoteWorkspace,
     ReadWorkspace,
     Service,
@@ -85,14 +87,24 @@ async def request_upload_urls(
     summary="What has arrived, and fresh URLs for the rest",
     description="For a pending traceset: the files whose bytes have all arrived, and fresh "
     "upload URLs for every other file (for multipart files, only the parts still missing), so "
-    "an interrupted or expired upload resumes instead of starting over.",
+    "an interrupted or expired upload resumes instead of starting over. Upload URLs go only "
+    "to tokens with the `write` scope; with `read` alone, `uploads` is empty.",
     response_model=UploadStatus,
     responses=errors(401, 403, 404, 429),
 )
 async def get_upload_status(
-    service: Service, workspace: ReadWorkspace, traceset_id: TracesetId, base: BaseURL
+    service: Service,
+    workspace: ReadWorkspace,
+    caller: Caller,
+    traceset_id: TracesetId,
+    base: BaseURL,
 ) -> Response:
-    status = await run_in_threadpool(service.upload_status, workspace, traceset_id, base)
+    status = await run_in_threadpool(
+        partial(service.upload_status, with_urls="write" in caller.scopes),
+        workspace,
+        traceset_id,
+        base,
+    )
     return render.json_response(render.upload_status(status))
 
 

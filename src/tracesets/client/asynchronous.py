@@ -23,6 +23,7 @@ from tracesets.client.files import (
     LocalFile,
     PathLike,
     Put,
+    already_stored,
     check_digests,
     collect,
     download_target,
@@ -411,7 +412,7 @@ class AsyncClient:
             what,
             rewind=rewind,
         )
-        if not response.is_success:
+        if not response.is_success and not already_stored(put, response.status_code):
             raise ClientError.from_response(response, what)
 
 

@@ -51,6 +51,14 @@ class Put:
     label: str
 
 
+def already_stored(put: Put, status: int) -> bool:
+    """A conditional PUT (``If-None-Match: *``) refused because the object exists: a
+    retried PUT whose first try arrived. ``complete`` checks that those are the right
+    bytes."""
+    conditional = any(k.lower() == "if-none-match" and v == "*" for k, v in put.headers.items())
+    return status == 412 and conditional
+
+
 def as_paths(paths: PathLike | Iterable[PathLike]) -> list[Path]:
     if isinstance(paths, str | os.PathLike):
         return [Path(paths)]

@@ -22,6 +22,7 @@ from tracesets.client.files import (
     LocalFile,
     PathLike,
     Put,
+    already_stored,
     check_digests,
     collect,
     download_target,
@@ -455,5 +456,5 @@ class Client:
             )
         except _Cancelled:
             return
-        if not response.is_success:
+        if not response.is_success and not already_stored(put, response.status_code):
             raise ClientError.from_response(response, what)

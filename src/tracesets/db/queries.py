@@ -113,19 +113,7 @@ def _files_by_seq(conn: Connection, seqs: Sequence[int]) -> dict[int, list[Store
         .order_by(files.c.traceset_seq, files.c.idx)
     )
     for row in rows:
-        grouped[row.traceset_seq].append(
-            StoredFile(
-                idx=row.idx,
-                name=row.name,
-                size=row.size,
-                role=row.role,
-                sha256_declared=row.sha256_declared,
-                sha256=row.sha256,
-                received=bool(row.received),
-                upload_id=row.upload_id,
-                part_size=row.part_size,
-            )
-        )
+        grouped[row.traceset_seq].append(_stored_file(row))
     return grouped
 
 
@@ -258,6 +246,93 @@ def _filtered_rows(
             break
         before_seq = candidates[-1]
     return rows
+
+
+@dataclass(frozen=True, slots=True)
+class OneFile:
+    """One file of a traceset, with what a per-file request needs of the traceset."""
+
+    seq: int
+    traceset_id: str
+    status: Status
+    file: StoredFile
+
+
+def _stored_file(row: Row[Any]) -> StoredFile:
+    return StoredFile(
+        idx=row.idx,
+        name=row.name,
+        size=row.size,
+        role=row.role,
+        sha256_declared=row.sha256_declared,
+        sha256=row.sha256,
+        received=bool(row.received),
+        upload_id=row.upload_id,
+        part_size=row.part_size,
+    )
+
+
+_ONE_FILE = select(tracesets.c.seq, tracesets.c.id, tracesets.c.status, *files.c).join_from(
+    tracesets, files, files.c.traceset_seq == tracesets.c.seq
+)
+
+
+def one_file(
+    conn: Connection,
+    *,
+    traceset_id: str,
+    workspace: str | None,
+    idx: int | None = None,
+    name: str | None = None,
+) -> OneFile | None:
+    """One file by index or by name, and its traceset's status: two index lookups, however
+    many files the traceset holds (per-file requests never load the others)."""
+    query = _ONE_FILE.where(tracesets.c.id == traceset_id)
+    if workspace is not None:
+        query = query.where(tracesets.c.workspace == workspace)
+    query = (
+        query.where(files.c.idx == idx) if idx is not None else query.where(files.c.name == name)
+    )
+    row = conn.execute(query.limit(1)).one_or_none()
+    if row is None:
+        return None
+    return OneFile(seq=row.seq, traceset_id=row.id, status=row.status, file=_stored_file(row))
+
+
+def get_status(conn: Connection, workspace: str, traceset_id: str) -> Status | None:
+    """The traceset's status alone; None when there is no such traceset."""
+    status: Status | None = conn.execute(
+        select(tracesets.c.status).where(
+            tracesets.c.id == traceset_id, tracesets.c.workspace == workspace
+        )
+    ).scalar_one_or_none()
+    return status
+
+
+def adopt_received(
+    conn: Connection, *, seq: int, idx: int, sha256: str, now: datetime
+) -> tuple[Status, str | None] | None:
+    """Record bytes that arrived for a file, only while its traceset is pending.
+
+    Returns the traceset's status and the file's digest as recorded after this call
+    (None: the traceset is gone). The traceset's row is read under a shared lock that
+    ``complete`` (an exclusive one) waits for and that makes this call wait for it, so
+    a file changes only before ``complete`` has read it, never after; on SQLite the
+    write transaction is already exclusive.
+    """
+    status_query = select(tracesets.c.status).where(tracesets.c.seq == seq)
+    if conn.dialect.name != "sqlite":
+        status_query = status_query.with_for_update(read=True)
+    status: Status | None = conn.execute(status_query).scalar_one_or_none()
+    if status is None:
+        return None
+    if status == "pending":
+        mark_received(conn, seq=seq, idx=idx, sha256=sha256, now=now)
+        return status, sha256
+    recorded: str | None = conn.execute(
+        select(files.c.sha256).where(files.c.traceset_seq == seq, files.c.idx == idx)
+    ).scalar_one_or_none()
+    return status, recorded
 
 
 def mark_received(conn: Connection, *, seq: int, idx: int, sha256: str, now: datetime) -> None:

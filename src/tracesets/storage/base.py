@@ -8,6 +8,7 @@ the store, and one test suite runs against both.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
@@ -70,10 +71,28 @@ class BlobStore(Protocol):
         their sha256; raise UploadIncomplete naming what is missing or wrong."""
         ...
 
+    def arrived(
+        self,
+        key: str,
+        *,
+        size: int,
+        sha256: str | None,
+        upload_id: str | None,
+        part_size: int | None,
+    ) -> bool:
+        """Whether all of ``key``'s bytes are in the store; starts and changes nothing."""
+        ...
+
+    def drop_superseded(self, prefix: str, kept: Mapping[str, str]) -> None:
+        """After ``complete``: remove bytes under ``prefix/`` that are none of its files
+        (``kept``: key → sha256), such as uploads replaced before it."""
+        ...
+
     def download_url(self, key: str, *, filename: str, base_url: str) -> str: ...
 
-    def open_source(self, key: str) -> ByteSource:
-        """Ranged reads of a stored file, for inspection (never the whole file at once)."""
+    def open_source(self, key: str, *, sha256: str) -> ByteSource:
+        """Ranged reads of a stored file (of digest ``sha256``), for inspection (never the
+        whole file at once)."""
         ...
 
     def abort_upload(self, key: str, upload_id: str) -> None:

@@ -6,6 +6,12 @@ check out and its bytes are on disk (fsync). So a file is never visible half
 written, a refused upload leaves nothing behind, and memory stays a few MiB
 whatever the file's size.
 
+A file's bytes are kept under a name made of its key and their sha256
+(``TRACESET/INDEX.SHA256``), and the database records that digest: what a row
+describes is always exactly the bytes its name holds, and no later upload can
+replace them, as other bytes land under another name. Which name counts is decided
+by the database (``LocalTransfers``), only while the traceset is pending.
+
 Hashing and writing each run on a worker thread of their own, one block behind the
 network, so the three overlap (both release the GIL). A block is the chunks as they
 came, written with one ``writev``: no copy to join them. Each written block is handed
@@ -25,7 +31,7 @@ import hashlib
 import os
 import shutil
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -189,8 +195,17 @@ class LocalBlobStore:
                     removed += 1
         return removed
 
-    def path(self, key: str) -> Path:
-        return self.blobs / key
+    def path(self, key: str, sha256: str) -> Path:
+        """Where the bytes of ``key`` with digest ``sha256`` are, once received."""
+        named = self._named(key, sha256)
+        if not named.exists():
+            legacy = self.blobs / key  # stored before names carried the digest
+            if legacy.exists():
+                return legacy
+        return named
+
+    def _named(self, key: str, sha256: str) -> Path:
+        return self.blobs / f"{key}.{sha256}"
 
     # -- BlobStore: plans, checks and URLs --------------------------------------------------
 
@@ -212,30 +227,35 @@ class LocalBlobStore:
         part_size: int | None,
         base_url: str,
     ) -> UploadPlan | None:
-        if self.size_of(key) == size:
+        if self.arrived(key, size=size, sha256=sha256, upload_id=None, part_size=None):
             return None
         return self.plan_upload(key, size=size, sha256=sha256, base_url=base_url)
+
+    def arrived(
+        self,
+        key: str,
+        *,
+        size: int,
+        sha256: str | None,
+        upload_id: str | None,
+        part_size: int | None,
+    ) -> bool:
+        return sha256 is not None and self.size_of(key, sha256) == size
 
     def finish_upload(
         self, key: str, *, size: int, sha256: str | None, upload_id: str | None
     ) -> str:
-        # receive() placed the file only after checking its size and digest; what is
-        # left to know is whether it arrived, and its digest when none was declared.
-        if self.size_of(key) != size:
+        # receive() placed the file under its digest only after checking its size and
+        # digest: what is left to know is whether the file the row names is there.
+        if sha256 is None or self.size_of(key, sha256) != size:
             raise UploadIncomplete("has not been received")
-        if sha256 is not None:
-            return sha256
-        digest = hashlib.sha256()
-        with self.path(key).open("rb") as source:
-            while block := source.read(_BLOCK):
-                digest.update(block)
-        return digest.hexdigest()
+        return sha256
 
     def download_url(self, key: str, *, filename: str, base_url: str) -> str:
         return self._signed_url("GET", key, self.download_ttl, base_url)[0]
 
-    def open_source(self, key: str) -> FileSource:
-        return FileSource(self.path(key))
+    def open_source(self, key: str, *, sha256: str) -> FileSource:
+        return FileSource(self.path(key, sha256))
 
     def abort_upload(self, key: str, upload_id: str) -> None:
         """Nothing to abort: a local upload is one PUT, and a refused one leaves nothing."""
@@ -243,7 +263,8 @@ class LocalBlobStore:
     async def receive(
         self, key: str | None, chunks: AsyncIterator[bytes], *, size: int, sha256: str | None
     ) -> Received:
-        """Stream ``chunks`` into place as ``key``; refuse (InvalidRequest) a wrong size or digest.
+        """Stream ``chunks`` into place as ``key`` (under their digest); refuse
+        (InvalidRequest) a wrong size or digest.
 
         With ``key`` None the bytes are checked and dropped: a repeated upload of a file
         already in place.
@@ -281,7 +302,7 @@ class LocalBlobStore:
             if key is None:
                 sink.discard()
             else:
-                await asyncio.to_thread(self._place, sink, key)
+                await asyncio.to_thread(self._place, sink, key, digest)
             return Received(received, digest)
         except BaseException:
             sink.discard()
@@ -314,20 +335,31 @@ class LocalBlobStore:
     def _submit(self, sink: _Sink, block: list[bytes]) -> list[concurrent.futures.Future[None]]:
         return [self._workers.submit(sink.hash, block), self._workers.submit(sink.write, block)]
 
-    def _place(self, sink: _Sink, key: str) -> None:
-        final = self.path(key)
+    def _place(self, sink: _Sink, key: str, sha256: str) -> None:
+        final = self._named(key, sha256)
         final.parent.mkdir(parents=True, exist_ok=True)
+        # Bytes already under this name are the same bytes: replacing them changes nothing.
         sink.finish(final)
         _fsync_dir(final.parent)
 
-    def size_of(self, key: str) -> int | None:
+    def size_of(self, key: str, sha256: str) -> int | None:
         try:
-            return self.path(key).stat().st_size
+            return self.path(key, sha256).stat().st_size
         except FileNotFoundError:
             return None
 
-    def delete(self, key: str) -> None:
-        self.path(key).unlink(missing_ok=True)
+    def delete(self, key: str, sha256: str) -> None:
+        self._named(key, sha256).unlink(missing_ok=True)
+
+    def drop_superseded(self, prefix: str, kept: Mapping[str, str]) -> None:
+        """Remove the bytes under ``prefix/`` that no file names: uploads replaced by a
+        later one before ``complete``, and late ones it refused. ``kept`` maps each key
+        to its digest."""
+        wanted = {self.path(key, sha256).name for key, sha256 in kept.items()}
+        with contextlib.suppress(FileNotFoundError):
+            for path in (self.blobs / prefix).iterdir():
+                if path.name not in wanted:
+                    path.unlink(missing_ok=True)
 
     def delete_prefix(self, prefix: str) -> None:
         shutil.rmtree(self.blobs / prefix, ignore_errors=True)

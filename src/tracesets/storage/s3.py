@@ -5,7 +5,11 @@ multipart threshold (and always above S3's 5 GiB single-PUT limit) get a multipa
 upload with one presigned URL per part; the part size grows with the file so that no
 file needs more than 1,000 parts. Each URL signs the exact byte count, and a single
 PUT of a file with a declared sha256 signs its checksum too, so S3 itself refuses
-wrong bytes. ``finish_upload`` still checks every object before the traceset is
+wrong bytes. Every single PUT also signs ``If-None-Match: *`` (a conditional write):
+S3 stores the object only if the key holds none, so once a file's bytes are in, no
+URL the service handed out (valid for hours) can replace them, before or after
+``complete``; a multipart upload is joined with the same condition, and its part URLs
+die with the upload. What ``complete`` checked is what stays. ``finish_upload`` still checks every object before the traceset is
 ready: the size always, the sha256 from S3's own checksum where it kept one, else by
 reading the object back (S3-compatible stores that do not check checksums exist).
 """
@@ -16,7 +20,7 @@ import base64
 import hashlib
 import math
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
@@ -78,9 +82,12 @@ def part_size_for(size: int, configured: int) -> int:
     return max(configured, math.ceil(needed / MIB) * MIB)
 
 
+def _code(error: ClientError) -> str:
+    return str(error.response.get("Error", {}).get("Code", ""))
+
+
 def _is_missing(error: ClientError) -> bool:
-    code = str(error.response.get("Error", {}).get("Code", ""))
-    return code in {"404", "NoSuchKey", "NoSuchUpload", "NotFound"}
+    return _code(error) in {"404", "NoSuchKey", "NoSuchUpload", "NotFound"}
 
 
 class S3BlobStore:
@@ -141,8 +148,8 @@ class S3BlobStore:
             part_size = part_size_for(size, self.part_size)
             numbers = range(1, math.ceil(size / part_size) + 1)
             return self._multipart_plan(key, size, created["UploadId"], part_size, numbers)
-        params: dict[str, Any] = {"Key": self._key(key), "ContentLength": size}
-        headers: dict[str, str] = {}
+        params: dict[str, Any] = {"Key": self._key(key), "ContentLength": size, "IfNoneMatch": "*"}
+        headers: dict[str, str] = {"If-None-Match": "*"}
         if sha256 is not None:
             checksum = base64.b64encode(bytes.fromhex(sha256)).decode()
             params["ChecksumSHA256"] = checksum
@@ -241,6 +248,24 @@ class S3BlobStore:
         count = max(1, math.ceil(size / part_size))
         return {n: min(part_size, size - (n - 1) * part_size) for n in range(1, count + 1)}
 
+    def arrived(
+        self,
+        key: str,
+        *,
+        size: int,
+        sha256: str | None,
+        upload_id: str | None,
+        part_size: int | None,
+    ) -> bool:
+        if upload_id is not None and part_size is not None:
+            stored = self._stored_parts(key, upload_id)
+            if stored is not None:
+                return stored == self._expected_parts(size, part_size)
+        return self._object_size(key) == size
+
+    def drop_superseded(self, prefix: str, kept: Mapping[str, str]) -> None:
+        """Nothing to drop: each key holds one object, written once."""
+
     def finish_upload(
         self, key: str, *, size: int, sha256: str | None, upload_id: str | None
     ) -> str:
@@ -280,12 +305,20 @@ class S3BlobStore:
             )
             etags.update({int(p["PartNumber"]): p["ETag"] for p in listed.get("Parts", [])})
             marker = listed.get("NextPartNumberMarker")
-        self.s3.complete_multipart_upload(
-            Bucket=self.location.bucket,
-            Key=self._key(key),
-            UploadId=upload_id,
-            MultipartUpload={"Parts": [{"PartNumber": n, "ETag": etags[n]} for n in numbers]},
-        )
+        try:
+            self.s3.complete_multipart_upload(
+                Bucket=self.location.bucket,
+                Key=self._key(key),
+                UploadId=upload_id,
+                MultipartUpload={"Parts": [{"PartNumber": n, "ETag": etags[n]} for n in numbers]},
+                IfNoneMatch="*",  # never replace an object already there
+            )
+        except ClientError as exc:
+            if _code(exc) != "PreconditionFailed":
+                raise
+            # An object is there already: the checks that follow judge it, and these parts
+            # are of no use.
+            self.abort_upload(key, upload_id)
 
     def _stored_sha256(self, key: str) -> str | None:
         """The whole object's SHA-256 as S3 verified it at upload, if it kept one."""
@@ -319,7 +352,7 @@ class S3BlobStore:
             ResponseContentDisposition=disposition,
         )
 
-    def open_source(self, key: str) -> S3Source:
+    def open_source(self, key: str, *, sha256: str) -> S3Source:
         size = self._object_size(key)
         if size is None:
             raise FileNotFoundError(
