@@ -48,9 +48,15 @@ class ServerProcess:
     """``tracesets serve`` in a subprocess; ``stop``/``start`` keep the same data."""
 
     def __init__(
-        self, data_dir: Path, *, extra_env: dict[str, str] | None = None, local_files: bool = False
+        self,
+        data_dir: Path,
+        *,
+        extra_env: dict[str, str] | None = None,
+        local_files: bool = False,
+        workers: int = 1,
     ) -> None:
         self.data_dir = data_dir
+        self.workers = workers
         self.port = free_port()
         self.token = "tsk_test_" + secrets.token_hex(16)
         self.env = {
@@ -82,6 +88,8 @@ class ServerProcess:
                     str(self.port),
                     "--data-dir",
                     str(self.data_dir),
+                    "--workers",
+                    str(self.workers),
                 ],
                 env=self.env,
                 stdout=log,

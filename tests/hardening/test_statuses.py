@@ -30,6 +30,8 @@ DOCUMENTED = sorted(
 )
 
 HUGE = b'{"name": "' + b"x" * (4 * 1024 * 1024) + b'"}'  # over the 4 MiB limit
+JSON = {"Content-Type": "application/json"}
+TEXT = {"Content-Type": "text/plain"}
 ZEROS = "0" * 64
 
 
@@ -155,11 +157,6 @@ def altered(url: str) -> str:
     return url.split("signature=", maxsplit=1)[0] + f"signature={ZEROS}"
 
 
-def bad_index(url: str) -> str:
-    head, _, query = url.partition("?")
-    return head.rsplit("/", 1)[0] + "/first?" + query
-
-
 def pending_file(reach: Reach) -> httpx.Response:
     with reach.api() as api:
         return api.get(f"/api/v1/tracesets/{reach.pending()}/files/rank0.json")
@@ -171,7 +168,10 @@ TABLE: dict[tuple[str, int], Callable[[Reach], httpx.Response]] = {
         r, ("POST", "/api/v1/tracesets/upload-url", {"json": {"name": "n", "files": []}})
     ),
     ("request_upload_urls", 413): lambda r: _send(
-        r, ("POST", "/api/v1/tracesets/upload-url", {"content": HUGE})
+        r, ("POST", "/api/v1/tracesets/upload-url", {"content": HUGE, "headers": JSON})
+    ),
+    ("request_upload_urls", 415): lambda r: _send(
+        r, ("POST", "/api/v1/tracesets/upload-url", {"content": b"{}", "headers": TEXT})
     ),
     ("request_upload_urls", 422): idempotency_conflict,
     ("get_upload_status", 200): lambda r: _send(r, ROUTES["get_upload_status"](r)),
@@ -196,7 +196,10 @@ TABLE: dict[tuple[str, int], Callable[[Reach], httpx.Response]] = {
         r, ("POST", f"/api/v1/tracesets/{r.pending()}/promote", {"json": {}})
     ),
     ("promote_traceset", 413): lambda r: _send(
-        r, ("POST", f"/api/v1/tracesets/{r.ready()}/promote", {"content": HUGE})
+        r, ("POST", f"/api/v1/tracesets/{r.ready()}/promote", {"content": HUGE, "headers": JSON})
+    ),
+    ("promote_traceset", 415): lambda r: _send(
+        r, ("POST", f"/api/v1/tracesets/{r.ready()}/promote", {"content": b"{}", "headers": TEXT})
     ),
     ("download_file", 307): lambda r: _send(r, ROUTES["download_file"](r)),
     ("download_file", 404): lambda r: _send(
@@ -208,7 +211,6 @@ TABLE: dict[tuple[str, int], Callable[[Reach], httpx.Response]] = {
     ("upload_file", 403): lambda r: put_bytes(altered(r.signed("PUT")[0]), b"x"),
     ("upload_file", 404): lambda r: put_bytes(r.orphaned("PUT"), b"x"),
     ("download_signed_file", 200): lambda r: httpx.get(r.signed("GET")[0]),
-    ("download_signed_file", 400): lambda r: httpx.get(bad_index(r.signed("GET")[0])),
     ("download_signed_file", 403): lambda r: httpx.get(altered(r.signed("GET")[0])),
     ("download_signed_file", 404): lambda r: httpx.get(r.orphaned("GET")),
     ("healthz", 200): lambda r: _send(r, ROUTES["healthz"](r)),
