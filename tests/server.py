@@ -55,10 +55,12 @@ class ServerProcess:
         extra_env: dict[str, str] | None = None,
         local_files: bool = False,
         files_limit: int | None = None,
+        workers: int = 1,
     ) -> None:
         """``files_limit``: the service's open-file limit (soft and hard), if not inherited."""
         self.data_dir = data_dir
         self.files_limit = files_limit
+        self.workers = workers
         self.port = free_port()
         self.token = "tsk_test_" + secrets.token_hex(16)
         self.env = {
@@ -90,6 +92,8 @@ class ServerProcess:
                     str(self.port),
                     "--data-dir",
                     str(self.data_dir),
+                    "--workers",
+                    str(self.workers),
                 ],
                 env=self.env,
                 stdout=log,

@@ -180,8 +180,42 @@ def test_file_names_must_be_unique() -> None:
     assert "a.log" in problem.message and "twice" in problem.message
 
 
-def test_file_names_differing_in_case_are_different() -> None:
-    assert len(read(body(files=files("a.log", "A.log"))).files) == 2
+def test_file_names_differing_only_in_case_are_one_name() -> None:
+    # One would overwrite the other when downloaded to macOS or Windows.
+    problem = only_problem(body(files=files("logs/Rank0.log", "b.log", "LOGS/rank0.LOG")))
+    assert problem.member == "files[2].name"
+    assert problem.value == "LOGS/rank0.LOG"
+    assert problem.message == (
+        'files[2].name "LOGS/rank0.LOG" differs only in case from files[0].name '
+        '"logs/Rank0.log": the two would be one file on macOS and Windows'
+    )
+
+
+def test_caseless_matching_covers_more_than_ascii() -> None:
+    assert only_problem(body(files=files("ÉTÉ.log", "été.log"))).member == "files[1].name"
+    assert only_problem(body(files=files("ΣΟΦΙΑ.txt", "σοφια.txt"))).member == "files[1].name"
+
+
+def test_names_differing_beyond_case_are_different() -> None:
+    names = ("rank0.log", "rank1.log", "Rank0/a.log", "rank0/b.log", "cafe.log", "café.log")
+    assert [f.name for f in read(body(files=files(*names))).files] == list(names)
+
+
+def test_names_equal_after_nfc_normalization_are_one_name() -> None:
+    composed, decomposed = "caf\u00e9.json", "cafe\u0301.json"
+    assert composed != decomposed
+    problem = only_problem(body(files=files(composed, decomposed)))
+    assert problem.member == "files[1].name"
+    assert problem.value == decomposed
+    assert problem.message == (
+        f'files[1].name "{decomposed}" is the same name as files[0].name "{composed}" once '
+        "Unicode-normalized (NFC)"
+    )
+
+
+def test_a_name_is_stored_in_the_form_given() -> None:
+    decomposed = "cafe\u0301/trace.json"
+    assert read(with_file(name=decomposed)).files[0].name == decomposed
 
 
 def test_a_repeated_name_is_reported_along_with_the_entrys_other_problems() -> None:
@@ -247,6 +281,94 @@ def test_a_file_name_must_be_a_safe_relative_path(name: str, why: str) -> None:
     assert problem.member == "files[0].name"
     assert problem.value == name
     assert why in problem.message
+
+
+@pytest.mark.parametrize(
+    ("name", "code"),
+    [
+        ("a\nb.json", "U+000A at character 2"),
+        ("a.json\r", "U+000D at character 7"),
+        ("\ta.json", "U+0009 at character 1"),
+        ("a\x1bb", "U+001B at character 2"),
+        ("a\x7fb", "U+007F at character 2"),
+        ("a\x85b", "U+0085 at character 2"),
+        ("a\x9fb", "U+009F at character 2"),
+    ],
+    ids=["newline", "return", "tab", "escape", "del", "c1-next-line", "c1-last"],
+)
+def test_a_file_name_must_not_hold_control_characters(name: str, code: str) -> None:
+    problem = only_problem(with_file(name=name))
+    assert (problem.member, problem.value) == ("files[0].name", name)
+    assert problem.message == (
+        f"files[0].name must not contain control characters (line breaks, tabs, DEL…); {code} "
+        "is one"
+    )
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        0x202A,
+        0x202B,
+        0x202C,
+        0x202D,
+        0x202E,
+        0x2066,
+        0x2067,
+        0x2068,
+        0x2069,
+        0x200E,
+        0x200F,
+        0x061C,
+    ],
+)
+def test_a_file_name_must_not_hold_bidi_controls(code: int) -> None:
+    name = f"rank0{chr(code)}nosj.exe"
+    problem = only_problem(with_file(name=name))
+    assert (problem.member, problem.value) == ("files[0].name", name)
+    assert problem.message == (
+        "files[0].name must not contain bidirectional formatting characters, which make a name "
+        f"display as another; U+{code:04X} at character 6 is one"
+    )
+
+
+@pytest.mark.parametrize(
+    "code",
+    [0x00AD, 0x200B, 0x2060, 0x2062, 0xFEFF, 0xFFF9, 0x180E, 0xE0041, 0x2028, 0x2029],
+    ids=[
+        "soft-hyphen",
+        "zero-width-space",
+        "word-joiner",
+        "invisible-times",
+        "byte-order-mark",
+        "interlinear-anchor",
+        "mongolian-vowel-separator",
+        "tag-a",
+        "line-separator",
+        "paragraph-separator",
+    ],
+)
+def test_a_file_name_must_not_hold_invisible_format_characters(code: int) -> None:
+    name = f"a{chr(code)}b.json"
+    problem = only_problem(with_file(name=name))
+    assert problem.message == (
+        f"files[0].name must not contain invisible formatting characters; U+{code:04X} at "
+        "character 2 is one"
+    )
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645.json",
+        "\U0001f469\u200d\U0001f52c.txt",
+        "a b.json",
+        "\u00a0.log",
+    ],
+    ids=["persian-zwnj", "emoji-zwj", "space", "no-break-space"],
+)
+def test_joiners_and_visible_spaces_are_allowed(name: str) -> None:
+    assert read(with_file(name=name)).files[0].name == name
 
 
 def test_a_file_name_of_1024_bytes_accepted_and_1025_refused_counting_utf8() -> None:

@@ -100,6 +100,12 @@ class PayloadTooLarge(TracesetsError):
     slug = "payload-too-large"
 
 
+class UnsupportedMediaType(TracesetsError):
+    status = 415
+    title = "Unsupported media type"
+    slug = "unsupported-media-type"
+
+
 class TooManyRequests(TracesetsError):
     status = 429
     title = "Too many requests"

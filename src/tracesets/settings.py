@@ -6,7 +6,7 @@
 | ``DATABASE_URL`` | SQLite in the data folder | ``postgresql://…`` moves the metadata to PostgreSQL |
 | ``TRACESETS_SECRET`` | generated into the data folder | signs upload and download URLs (≥ 32 bytes) |
 | ``TRACESETS_BOOTSTRAP_TOKEN`` | none | a token of the default workspace that exists from start |
-| ``TRACESETS_PUBLIC_URL`` | the request's own base URL | base of the signed URLs handed out |
+| ``TRACESETS_PUBLIC_URL`` | the address the service listens on | base of the signed URLs handed out (never the request's ``Host``) |
 | ``TRACESETS_UPLOAD_URL_TTL`` | ``21600`` (6 hours) | how long an upload URL stays valid, in seconds |
 | ``TRACESETS_DOWNLOAD_URL_TTL`` | ``900`` (15 minutes) | how long a download URL stays valid, in seconds |
 | ``TRACESETS_STORAGE_URL`` | the data folder | ``s3://BUCKET/PREFIX`` moves the files to S3 (``AWS_*`` settings) |

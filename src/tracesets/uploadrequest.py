@@ -8,6 +8,7 @@ same function before they send anything.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
@@ -25,6 +26,15 @@ ROLES: Final = ("primary", "supporting")
 _SHA256: Final = re.compile(r"[0-9a-f]{64}")
 _MEMBERS: Final = frozenset({"name", "description", "files", "workloadMetadata"})
 _FILE_MEMBERS: Final = frozenset({"name", "size", "role", "sha256"})
+
+#: The explicit bidirectional formatting characters: embeddings, overrides, isolates and
+#: marks. They reorder or re-direct the text around them, so a name shows other than it is.
+BIDI_CONTROLS: Final = frozenset(
+    "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+)
+#: Format characters (category Cf) a name may hold: zero-width non-joiner and joiner,
+#: part of the correct spelling of Persian and Indic words and of emoji sequences.
+KEPT_FORMAT_CHARACTERS: Final = frozenset("\u200c\u200d")
 
 Role = Literal["primary", "supporting"]
 
@@ -64,7 +74,43 @@ def file_name_problem(name: str) -> str | None:
         return "must not contain a .. segment"
     if not is_unicode(name):
         return "must be valid Unicode (no lone surrogates)"
+    return _unsafe_character(name)
+
+
+def _unsafe_character(name: str) -> str | None:
+    """Why a character of ``name`` makes it unsafe to show, type or save as a file, or None.
+
+    Refused: controls (C0 with line breaks and tabs, DEL, C1), which break lines, logs,
+    URLs and terminals; the bidirectional formatting characters, which make a name
+    display as another; and every other invisible format character (category Cf: soft
+    hyphen, zero-width space, word joiner, byte-order mark, tags…) and the line and
+    paragraph separators (Zl, Zp), which make two names that look alike differ. Kept:
+    zero-width non-joiner and joiner (``KEPT_FORMAT_CHARACTERS``).
+    """
+    for position, char in enumerate(name, start=1):
+        category = unicodedata.category(char)
+        where = f"U+{ord(char):04X} at character {position:,}"
+        if category == "Cc":
+            return f"must not contain control characters (line breaks, tabs, DEL…); {where} is one"
+        if char in BIDI_CONTROLS:
+            return (
+                "must not contain bidirectional formatting characters, which make a name "
+                f"display as another; {where} is one"
+            )
+        if (category == "Cf" and char not in KEPT_FORMAT_CHARACTERS) or category in ("Zl", "Zp"):
+            return f"must not contain invisible formatting characters; {where} is one"
     return None
+
+
+def same_name_key(name: str) -> str:
+    """The key two names share when they would be one file on some disk.
+
+    Names equal after Unicode canonical normalization (NFC and NFD ``café``) are one name
+    everywhere (macOS stores one form). Names that differ only in case (``Rank0.json``,
+    ``rank0.json``) are one file on the default file systems of macOS and Windows: one
+    download would overwrite the other. Caseless matching as Unicode defines it.
+    """
+    return unicodedata.normalize("NFC", unicodedata.normalize("NFC", name).casefold())
 
 
 def is_unicode(text: str) -> bool:
@@ -142,24 +188,37 @@ def _check_files(files: JsonValue, problems: list[Problem], max_files: int) -> l
         )
         return []
     specs: list[FileSpec] = []
-    seen: set[str] = set()
+    seen: dict[str, tuple[int, str]] = {}  # same_name_key → the first entry with it
     for index, entry in enumerate(files):
         spec = _check_file(index, entry, problems)
         # A repeated name is reported even when the entry is refused for its size or role.
         name = entry.get("name") if isinstance(entry, dict) else None
         if isinstance(name, str) and file_name_problem(name) is None:
-            if name in seen:
+            key = same_name_key(name)
+            if key in seen:
                 problems.append(
-                    Problem(
-                        f"files[{index}].name",
-                        name,
-                        f'files[{index}].name "{name}" is listed twice',
-                    )
+                    Problem(f"files[{index}].name", name, _repeated(index, name, *seen[key]))
                 )
-            seen.add(name)
+            else:
+                seen[key] = (index, name)
         if spec is not None:
             specs.append(spec)
     return specs
+
+
+def _repeated(index: int, name: str, first: int, first_name: str) -> str:
+    at = f'files[{index}].name "{name}"'
+    if name == first_name:
+        return f"{at} is listed twice"
+    if unicodedata.normalize("NFC", name) == unicodedata.normalize("NFC", first_name):
+        return (
+            f'{at} is the same name as files[{first}].name "{first_name}" once Unicode-normalized'
+            " (NFC)"
+        )
+    return (
+        f'{at} differs only in case from files[{first}].name "{first_name}": the two would be '
+        "one file on macOS and Windows"
+    )
 
 
 def _has_primary(files: JsonValue) -> bool:

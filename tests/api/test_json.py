@@ -93,7 +93,11 @@ def test_body_over_4_mib_without_content_length_is_413(api: httpx.Client) -> Non
             yield b"a" * (1024 * 1024)
         yield b'"}'
 
-    answer = api.post("/api/v1/tracesets/upload-url", content=chunks())  # type: ignore[arg-type]
+    answer = api.post(
+        "/api/v1/tracesets/upload-url",
+        content=chunks(),  # type: ignore[arg-type]
+        headers={"Content-Type": "application/json"},
+    )
     assert answer.status_code == 413
 
 

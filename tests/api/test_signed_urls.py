@@ -93,3 +93,66 @@ def test_signed_download_url_is_checked(local_api: httpx.Client) -> None:
     assert httpx.get(location).content == data
     assert httpx.get(location[:-1] + ("0" if location[-1] != "0" else "1")).status_code == 403
     assert httpx.put(location, content=data).status_code == 403, "a download URL does not upload"
+
+
+def _split(url: str) -> tuple[str, str, str]:
+    """A signed URL's path and its expires and signature values, as sent."""
+    path, query = url.split("?")
+    expires, signature = (pair.split("=")[1] for pair in query.split("&"))
+    return path, expires, signature
+
+
+def test_malformed_signature_parameters_are_403_never_5xx(local_api: httpx.Client) -> None:
+    created = request_urls(local_api, {"a": b"x"})
+    url = created["uploads"][0]["url"]
+    path, expires, signature = _split(url)
+    bad = {
+        "a Unicode superscript two (isdigit, not int)": f"expires=%C2%B2&signature={signature}",
+        "Arabic-Indic digits": f"expires=%D9%A1%D9%A2&signature={signature}",
+        "5,000 digits (beyond int's digit limit)": f"expires={'9' * 5000}&signature={signature}",
+        "a sign": f"expires=%2B{expires}&signature={signature}",
+        "a fraction": f"expires={expires}.0&signature={signature}",
+        "empty": f"expires=&signature={signature}",
+        "a non-ASCII signature": f"expires={expires}&signature=%C3%A9",
+        "a short signature": f"expires={expires}&signature={signature[:-1]}",
+        "a long signature": f"expires={expires}&signature={signature}0",
+        "a 5,000-character signature": f"expires={expires}&signature={'a' * 5000}",
+    }
+    for why, query in bad.items():
+        for method in ("PUT", "GET"):
+            answer = httpx.request(
+                method, f"{path}?{query}", content=b"x" if method == "PUT" else None
+            )
+            assert answer.status_code == 403, f"{method} with {why}: {answer.status_code}"
+            assert problems(answer)[0]["member"] == "signature"
+    got = local_api.get(f"/api/v1/tracesets/{created['tracesetId']}").json()
+    assert got["files"][0]["received"] is False
+    assert put(url, b"x").status_code == 200, "the URL as signed still works"
+
+
+def test_only_the_canonical_spelling_of_a_signed_url_is_accepted(local_api: httpx.Client) -> None:
+    """``expires=0…``, an index of ``00``, ``+0`` or ``0.0`` name the same numbers, not the same URL."""
+    traceset = upload(local_api, {"a": b"first"}, with_sha=False)
+    created = request_urls(local_api, {"a": b"first"}, with_sha=False)
+    upload_url = created["uploads"][0]["url"]
+    download_url = local_api.get(f"/api/v1/tracesets/{traceset['id']}/files/a").headers["location"]
+    for method, url in (("PUT", upload_url), ("GET", download_url)):
+        path, expires, signature = _split(url)
+        query = url.split("?")[1]
+        folder, index = path.rsplit("/", 1)
+        assert index == "0"
+        variants = {
+            "a leading zero in expires": f"{path}?expires=0{expires}&signature={signature}",
+            "leading zeros in expires": f"{path}?expires=000{expires}&signature={signature}",
+            "an uppercase signature": f"{path}?expires={expires}&signature={signature.upper()}",
+        }
+        for index_text in ("00", "+0", "0.0", "%2B0", "-0", "%D9%A0", "0x0", " 0", "%200"):
+            variants[f"index {index_text}"] = f"{folder}/{index_text}?{query}"
+        for why, variant in variants.items():
+            answer = httpx.request(method, variant, content=b"first" if method == "PUT" else None)
+            assert answer.status_code == 403, f"{method} with {why}: {answer.status_code}"
+            problems(answer)
+        body = None if method == "GET" else b"first"
+        assert httpx.request(method, url, content=body).status_code == 200, "as signed: accepted"
+    got = local_api.get(f"/api/v1/tracesets/{created['tracesetId']}").json()
+    assert got["files"][0]["received"] is True

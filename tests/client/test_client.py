@@ -80,6 +80,22 @@ def test_upload_of_single_files_names_them_by_file_name(client: Client, tmp_path
     assert traceset.rankCountDerived == 4 and len(made) == 2
 
 
+def test_unsafe_and_colliding_file_names_are_refused_before_any_request(tmp_path: Path) -> None:
+    """A folder made on Linux can hold both: the client refuses it as the service would."""
+    (tmp_path / "Rank0.json").write_bytes(b"{}")
+    (tmp_path / "rank0.json").write_bytes(b"{}")
+    (tmp_path / "line\nbreak.json").write_bytes(b"{}")
+    nowhere = Client(f"http://127.0.0.1:{free_port()}", "tsk_unused")
+    with pytest.raises(ClientError) as caught:
+        nowhere.upload(tmp_path, name="bad", workload_metadata=RANKS_4)
+    error = caught.value
+    assert error.status == 400 and error.sent is False
+    messages = [p.message for p in error.problems]
+    assert len(messages) == 2
+    assert sum("DEL…); U+000A at character 5 is one" in m for m in messages) == 1
+    assert sum("differs only in case" in m for m in messages) == 1
+
+
 def test_rules_refuse_before_any_request(tmp_path: Path) -> None:
     """Nothing listens at the URL: the refusal can only come from the local rules."""
     (tmp_path / "r0.json").write_bytes(b"{}")

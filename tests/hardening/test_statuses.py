@@ -33,6 +33,8 @@ DOCUMENTED = sorted(
 )
 
 HUGE = b'{"name": "' + b"x" * (4 * 1024 * 1024) + b'"}'  # over the 4 MiB limit
+JSON = {"Content-Type": "application/json"}
+TEXT = {"Content-Type": "text/plain"}
 ZEROS = "0" * 64
 
 
@@ -240,11 +242,6 @@ def altered(url: str) -> str:
     return url.split("signature=", maxsplit=1)[0] + f"signature={ZEROS}"
 
 
-def bad_index(url: str) -> str:
-    head, _, query = url.partition("?")
-    return head.rsplit("/", 1)[0] + "/first?" + query
-
-
 def late_put(reach: Reach) -> httpx.Response:
     """Other bytes to the upload URL of a file whose traceset is complete."""
     url, data = reach.signed("PUT")
@@ -266,7 +263,10 @@ TABLE: dict[tuple[str, int], Callable[[Reach], httpx.Response]] = {
         r, ("POST", "/api/v1/tracesets/upload-url", {"json": {"name": "n", "files": []}})
     ),
     ("request_upload_urls", 413): lambda r: _send(
-        r, ("POST", "/api/v1/tracesets/upload-url", {"content": HUGE})
+        r, ("POST", "/api/v1/tracesets/upload-url", {"content": HUGE, "headers": JSON})
+    ),
+    ("request_upload_urls", 415): lambda r: _send(
+        r, ("POST", "/api/v1/tracesets/upload-url", {"content": b"{}", "headers": TEXT})
     ),
     ("request_upload_urls", 422): idempotency_conflict,
     ("request_upload_urls", 408): lambda r: stalled_json(r, "/api/v1/tracesets/upload-url"),
@@ -301,7 +301,10 @@ TABLE: dict[tuple[str, int], Callable[[Reach], httpx.Response]] = {
         r, ("POST", f"/api/v1/tracesets/{r.pending()}/promote", {"json": {}})
     ),
     ("promote_traceset", 413): lambda r: _send(
-        r, ("POST", f"/api/v1/tracesets/{r.ready()}/promote", {"content": HUGE})
+        r, ("POST", f"/api/v1/tracesets/{r.ready()}/promote", {"content": HUGE, "headers": JSON})
+    ),
+    ("promote_traceset", 415): lambda r: _send(
+        r, ("POST", f"/api/v1/tracesets/{r.ready()}/promote", {"content": b"{}", "headers": TEXT})
     ),
     ("download_file", 307): lambda r: _send(r, ROUTES["download_file"](r)),
     ("download_file", 404): lambda r: _send(
@@ -314,7 +317,6 @@ TABLE: dict[tuple[str, int], Callable[[Reach], httpx.Response]] = {
     ("upload_file", 403): lambda r: put_bytes(altered(r.signed("PUT")[0]), b"x"),
     ("upload_file", 404): lambda r: put_bytes(r.orphaned("PUT"), b"x"),
     ("download_signed_file", 200): lambda r: httpx.get(r.signed("GET")[0]),
-    ("download_signed_file", 400): lambda r: httpx.get(bad_index(r.signed("GET")[0])),
     ("download_signed_file", 403): lambda r: httpx.get(altered(r.signed("GET")[0])),
     ("download_signed_file", 404): lambda r: httpx.get(r.orphaned("GET")),
     ("healthz", 200): lambda r: _send(r, ROUTES["healthz"](r)),

@@ -8,15 +8,16 @@ from __future__ import annotations
 import posixpath
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse
 
 from tracesets.api import render
 from tracesets.api.guards import UploadSlots
 from tracesets.api.openapi import errors
-from tracesets.problems import NotFound, Problem
+from tracesets.problems import Forbidden, NotFound, Problem
 from tracesets.storage.local import BLOB_ROUTE
+from tracesets.storage.signing import parse_index
 from tracesets.transfers import LocalTransfers
 
 router = APIRouter(prefix=BLOB_ROUTE, tags=["signed-urls"])
@@ -33,6 +34,21 @@ async def get_transfers(request: Request) -> LocalTransfers:
 
 
 Transfers = Annotated[LocalTransfers, Depends(get_transfers)]
+
+
+async def file_index(
+    idx: Annotated[str, Path(description="The file's index, in plain decimal as signed.")],
+) -> int:
+    """The path's index, only as the service writes it: ``00``, ``+0`` or ``0.0`` was not signed."""
+    index = parse_index(idx)
+    if index is None:
+        raise Forbidden.of(
+            [Problem("idx", idx, "The URL was altered: its file index is not the one signed")]
+        )
+    return index
+
+
+Index = Annotated[int, Depends(file_index)]
 
 Expires = Annotated[str | None, Query(description="Expiry, as a Unix time; part of the signature.")]
 Signature = Annotated[str | None, Query(description="HMAC-SHA256 of method, file and expiry.")]
@@ -74,7 +90,7 @@ async def upload_file(
     request: Request,
     transfers: Transfers,
     traceset_id: str,
-    idx: int,
+    idx: Index,
     expires: Expires = None,
     signature: Signature = None,
 ) -> Response:
@@ -95,7 +111,7 @@ async def upload_file(
 async def download_signed_file(
     transfers: Transfers,
     traceset_id: str,
-    idx: int,
+    idx: Index,
     expires: Expires = None,
     signature: Signature = None,
 ) -> FileResponse:

@@ -21,6 +21,7 @@ from tracesets.problems import (
     Problem,
     TooManyRequests,
     Unauthorized,
+    UnsupportedMediaType,
 )
 from tracesets.ratelimit import RateLimiter, retry_after_seconds
 from tracesets.service import TracesetService
@@ -108,8 +109,41 @@ def _too_large(limit: int) -> PayloadTooLarge:
     )
 
 
+def is_json_media_type(content_type: str | None) -> bool:
+    """``application/json`` or a ``+json`` type (``application/merge-patch+json``), any parameters.
+
+    Parameters such as ``charset`` are ignored: JSON is UTF-8 (RFC 8259) and the strict
+    reader refuses anything else with its own 400.
+    """
+    media_type = (content_type or "").split(";", 1)[0].strip().lower()
+    kind, _, subtype = media_type.partition("/")
+    return kind == "application" and (subtype == "json" or subtype.endswith("+json"))
+
+
+def _has_body(request: Request) -> bool:
+    """Whether bytes follow the headers: a POST with none (promote's "no body") has no type."""
+    length = request.headers.get("content-length")
+    return (length is not None and length != "0") or "transfer-encoding" in request.headers
+
+
 async def read_body(request: Request) -> bytes:
-    """The body, refused with 413 as soon as it is known to be over the limit."""
+    """The JSON body: 415 unless it says it is JSON, 413 as soon as it is known to be too big.
+
+    The type is checked before a byte is read, so a form or a text post (a browser's
+    cross-site form, a mistaken curl ``-d``) is refused as what it is, not parsed as JSON.
+    """
+    content_type = request.headers.get("content-type")
+    if not is_json_media_type(content_type) and (content_type is not None or _has_body(request)):
+        raise UnsupportedMediaType.of(
+            [
+                Problem(
+                    "Content-Type",
+                    content_type,
+                    "The request body must be JSON, sent with Content-Type: application/json; "
+                    f"got {content_type or 'no Content-Type'}",
+                )
+            ]
+        )
     settings: Settings = request.app.state.settings
     limit = settings.max_body_bytes
     declared = request.headers.get("content-length")
@@ -129,8 +163,25 @@ Body = Annotated[bytes, Depends(read_body)]
 
 
 async def base_url(request: Request) -> str:
+    """Where signed URLs point: ``TRACESETS_PUBLIC_URL``, else the address the service listens on.
+
+    Never the request's ``Host``: anyone can send any Host, and the URLs built on it would
+    send a client's bytes, or its download, wherever the sender chose. The listening
+    address is that of the socket the request arrived on (with ``--host 127.0.0.1 --port
+    8000``, http://127.0.0.1:8000), known in every worker process without configuration.
+    ``serve`` speaks plain HTTP; behind TLS or a proxy, set ``TRACESETS_PUBLIC_URL``.
+    """
     configured: str | None = request.app.state.settings.public_url
-    return configured or str(request.base_url).rstrip("/")
+    return configured or listening_url(request.scope.get("server"))
+
+
+def listening_url(server: tuple[str, int | None] | None) -> str:
+    """``http://HOST:PORT`` of the socket a request arrived on (brackets around IPv6)."""
+    if server is None or server[1] is None:  # a Unix socket, or no server at all
+        return "http://localhost"
+    host, port = server
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}"
 
 
 BaseURL = Annotated[str, Depends(base_url)]

@@ -27,6 +27,7 @@ _DESCRIPTIONS = {
     "connection is closed.",
     409: "The traceset is not in a state that allows this.",
     413: "The request body is larger than 4 MiB.",
+    415: "The body is not sent as JSON: Content-Type must be application/json (or a +json type).",
     422: "The Idempotency-Key was used with another request body.",
     429: "The token sends requests faster than the service allows; see Retry-After.",
     503: "The service serves all the requests it can at once (for signed PUTs: receives all "
@@ -68,9 +69,13 @@ def _fastapi_422(response: dict[str, Any]) -> bool:
 
 
 def _may_be_refused(parameter: dict[str, Any]) -> bool:
-    """Whether some value of the parameter fails validation: a bare string never does."""
+    """Whether some value of the parameter fails validation: a bare string never does,
+    nor an optional one (``str | None``: absent, or any string)."""
     schema = parameter.get("schema", {})
-    return schema.get("type") != "string" or bool(set(schema) - {"type", "title", "description"})
+    if set(schema) - {"type", "anyOf", "title", "description"}:
+        return True
+    kinds = [option.get("type") for option in schema.get("anyOf", [schema])]
+    return not ("string" in kinds and set(kinds) <= {"string", "null"})
 
 
 def build(app: FastAPI) -> dict[str, Any]:

@@ -57,7 +57,7 @@ TracesetId = Annotated[str, Depends(_traceset_id)]
     "pending traceset and answers one signed upload URL per file. Nothing is stored when any "
     "check fails; every problem found is listed.",
     response_model=UploadUrlResponse,
-    responses=errors(400, 401, 403, 408, 413, 422, 429),
+    responses=errors(400, 401, 403, 408, 413, 415, 422, 429),
     openapi_extra=json_body("UploadUrlRequest"),
 )
 async def request_upload_urls(
@@ -205,7 +205,7 @@ async def list_tracesets(
     "descriptive members) is reported together; nothing changes on failure. `warnings` names "
     "descriptive members promotion does not read because of their spelling.",
     response_model=PromotedTraceset,
-    responses=errors(400, 401, 403, 404, 408, 409, 413, 429),
+    responses=errors(400, 401, 403, 404, 408, 409, 413, 415, 429),
     openapi_extra=json_body("PromoteRequest"),
 )
 async def promote_traceset(

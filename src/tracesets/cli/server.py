@@ -56,6 +56,11 @@ def _banner(settings: Settings, host: str, port: int, token: str | None) -> str:
             "Token: a bootstrap or earlier token; make another with",
             "  tracesets token create --workspace default",
         ]
+    if settings.public_url is None and host in ("0.0.0.0", "::"):
+        lines += [
+            "Signed URLs use the address each request arrived on; if clients reach this",
+            "  service by another name (a proxy, a container's port), set TRACESETS_PUBLIC_URL",
+        ]
     lines += [
         f"Open {url} in a browser and sign in with the token, or try it:",
         f'  curl -s -H "Authorization: Bearer {token or "$TRACESETS_TOKEN"}" {url}/api/v1/tracesets',
