@@ -198,7 +198,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         summary="Keep the traces of distributed ML training runs, with trustworthy workload metadata.",
         lifespan=lifespan,
         openapi_url="/openapi.json",
-        docs_url="/docs",
+        docs_url=None,  # /docs is served by tracesets.web, from files of its own
         redoc_url=None,
         generate_unique_id_function=lambda route: route.name,
     )
