@@ -38,7 +38,7 @@ def test_promotion_warnings_are_grouped_by_kind(tab: Tab, api: httpx.Client) -> 
     tab.sign_in()
     tab.open_traceset("two of eight")
     tab.page.get_by_role("button", name="Promote", exact=True).click()
-    expect(tab.page.locator(".notice.success")).to_contain_text("Promoted, with warnings.")
+    expect(tab.page.locator(".notice.success")).to_contain_text("Promoted.")
     expect(_group(tab, SPELLING)).to_have_text(
         ["workloadMetadata.workloadFamily is not read: promotion reads workload_family"]
     )

@@ -76,12 +76,10 @@ def ranks_list(numbers: Sequence[int], count: int | None = None) -> str:
 def missing_lines(summary: Summary, declared_rank_count: int | None) -> list[str]:
     """Missing ranks against the one expected count; when the traces disagree on the world
     size and no count is declared, what is missing under each world size they give."""
-    if declared_rank_count is not None or len(summary.world_sizes) <= 1:
-        if declared_rank_count is None and not summary.world_sizes:
-            return [
-                "missing ranks: unknown (no trace gives the world size; --rank-count N compares)"
-            ]
+    if declared_rank_count is not None or len(summary.world_sizes) == 1:
         return [f"missing ranks: {ranks_list(summary.missing_ranks, summary.missing_rank_count)}"]
+    if not summary.world_sizes:
+        return ["missing ranks: unknown (no trace gives the world size, and no count is declared)"]
     lines = ["missing ranks: unknown, the traces disagree on the world size; if it is"]
     for size in summary.world_sizes:
         missing = gaps(size, summary.ranks_found)

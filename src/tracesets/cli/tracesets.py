@@ -12,13 +12,13 @@ from rich.console import Console
 from rich.table import Table
 
 from tracesets.cli import metadata, options
-from tracesets.cli.inspect import duplicated, ranks_list
+from tracesets.cli.inspect import duplicated, missing_lines, ranks_list
 from tracesets.cli.output import REFUSED, error_lines, say, size, warn
 from tracesets.cli.progress import display
 from tracesets.cli.upload import summary
 from tracesets.client import ClientError, ProgressCallback, Traceset
 from tracesets.client.progress import ProgressCounter
-from tracesets.wire import Inspection
+from tracesets.inspection import Summary
 
 TracesetId = Annotated[str, typer.Argument(help="The traceset's id.", show_default=False)]
 
@@ -54,22 +54,33 @@ def show(
         arrived = "" if file.received else "  (not received)"
         say(f"  {file.role:<10} {size(file.size):>10}  {file.name}{arrived}")
     say("workloadMetadata: " + _json(traceset.workloadMetadata))
-    for line in inspection_lines(traceset.inspection):
+    for line in inspection_lines(traceset):
         say(line)
 
 
-def inspection_lines(inspection: Inspection | None) -> list[str]:
+def inspection_lines(traceset: Traceset) -> list[str]:
     """What the service's inspection of the traces found, as ``tracesets inspect`` says it."""
+    inspection = traceset.inspection
     if inspection is None:
         return ["inspection: none (no primary files, or the upload is not complete)"]
     if inspection.status == "pending":
         return ["inspection: pending (the traces are still being read; show it again soon)"]
     sizes = inspection.worldSizes
+    found = Summary(
+        ranks_found=inspection.ranksFound,
+        world_sizes=sizes,
+        world_size=inspection.worldSize,
+        missing_ranks=inspection.missingRanks,
+        duplicate_ranks=inspection.duplicateRanks,
+        unreadable=inspection.unreadable,
+        warnings=inspection.warnings,
+        missing_rank_count=inspection.missingRankCount,
+    )
     lines = [
         f"inspection: {inspection.status}",
         f"  world size: {', '.join(f'{n:,}' for n in sizes) if sizes else 'unknown'}",
         f"  ranks found: {ranks_list(inspection.ranksFound)}",
-        f"  missing ranks: {ranks_list(inspection.missingRanks, inspection.missingRankCount)}",
+        *(f"  {line}" for line in missing_lines(found, traceset.rankCountDerived)),
         "  duplicated ranks: "
         + duplicated(inspection.duplicateRanks, (f.rank for f in inspection.files)),
     ]

@@ -157,9 +157,8 @@ function promotionSection(t, metadata, rerender) {
     try {
       const answer = await call(`/api/v1/tracesets/${encodeURIComponent(t.id)}/promote`, { method: 'POST', body });
       const groups = warningGroups(answer.data);
-      rerender(answer, groups.length
-        ? note('success', 'Promoted, with warnings.', [], groups)
-        : note('success', 'Promoted.', ['Every check passed; the metadata above is what is stored now.']));
+      rerender(answer, note('success', 'Promoted.',
+        groups.length ? [] : ['Every check passed; the metadata above is what is stored now.'], groups));
     } catch (error) {
       promote.disabled = false;
       promote.removeAttribute('aria-busy');
