@@ -36,9 +36,21 @@ def failure_json(reason: str) -> bytes:
     return empty_json([f"The traces could not be inspected: {reason}"])
 
 
+#: Promotion's warning while the traces are still being read: their disagreements, if
+#: any, are not among the warnings yet.
+NOT_FINISHED: Final = (
+    "The traces' inspection has not finished, so what they say against the declared rank "
+    "count is not among these warnings; read the traceset again once inspection.status is "
+    "done (the Python client's wait_for_inspection does)."
+)
+
+
 def inspection_warnings(traceset: Traceset) -> list[str]:
-    """The disagreements a finished inspection found (for promotion's warnings)."""
+    """The disagreements a finished inspection found (for promotion's warnings), or that
+    it has not finished."""
     inspection = traceset.inspection
+    if inspection is not None and inspection.status in ("pending", "running"):
+        return [NOT_FINISHED]
     if inspection is None or inspection.status != "done" or inspection.result is None:
         return []
     warnings: list[str] = orjson.loads(inspection.result)["warnings"]

@@ -247,7 +247,9 @@ class PromoteRequest(BaseModel):
 class PromotedTraceset(Traceset):
     warnings: list[str] = Field(
         description="Descriptive members promotion does not read because of their spelling "
-        "(workloadFamily where workload_family is meant, and the like)."
+        "(workloadFamily where workload_family is meant, and the like); then what the traces' "
+        "inspection says against the rank count, or, while inspection.status is pending, one "
+        "sentence saying the inspection has not finished."
     )
 
 

@@ -71,3 +71,47 @@ def test_bad_list_parameters_are_400(
 def test_limit_bounds_are_accepted(api: httpx.Client) -> None:
     assert api.get("/api/v1/tracesets", params={"limit": 1}).status_code == 200
     assert api.get("/api/v1/tracesets", params={"limit": 500}).status_code == 200
+
+
+def test_unknown_parameters_are_400_each_named_with_the_name_meant(api: httpx.Client) -> None:
+    answer = api.get(
+        "/api/v1/tracesets",
+        params={"workloadFamily": "llama", "rankCount": "8", "colour": "red", "status": "ready"},
+    )
+    assert answer.status_code == 400
+    found = {p["member"]: p for p in problems(answer)}
+    assert list(found) == ["workloadFamily", "rankCount", "colour"]
+    assert found["workloadFamily"]["value"] == "llama"
+    assert found["workloadFamily"]["message"].endswith("did you mean workload_family?")
+    assert found["rankCount"]["message"].endswith("did you mean rank_count?")
+    assert "did you mean" not in found["colour"]["message"]
+    assert "workload_family" in found["colour"]["message"]
+
+
+def test_member_paths_of_the_metadata_suggest_the_filter(api: httpx.Client) -> None:
+    answer = api.get("/api/v1/tracesets", params={"workloadMetadata.workload_name": "gpt"})
+    assert answer.status_code == 400
+    assert problems(answer)[0]["message"].endswith("did you mean workload_name?")
+
+
+def test_unknown_parameters_without_a_token_are_401(api: httpx.Client) -> None:
+    answer = httpx.get(f"{api.base_url}/api/v1/tracesets", params={"colour": "red"})
+    assert answer.status_code == 401
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"rank_count": "ten"}, "rank_count must be a whole number"),
+        ({"limit": 0}, "limit must be at least 1"),
+        ({"limit": 501}, "limit must be at most 500"),
+        ({"status": "done"}, "status must be one of 'pending', 'ready' or 'promoted'"),
+        ({"inspected_ok": "maybe"}, "inspected_ok must be true or false"),
+    ],
+)
+def test_bad_parameters_are_worded_by_the_service(
+    api: httpx.Client, params: dict[str, object], message: str
+) -> None:
+    answer = api.get("/api/v1/tracesets", params=params)  # type: ignore[arg-type]
+    assert answer.status_code == 400
+    assert problems(answer)[0]["message"] == message

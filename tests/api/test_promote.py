@@ -7,7 +7,8 @@ from typing import Any
 
 import httpx
 
-from tests.flows import problems, request_urls, upload
+from tests.flows import inspected, problems, request_urls, upload
+from tracesets.inspection_queue import NOT_FINISHED
 
 DECLARED = {"shape": {"rankCount": 8}, "parallelism": {"dp": 4, "tp": 2}}
 
@@ -18,11 +19,13 @@ def promote(api: httpx.Client, traceset_id: str, body: Any = None) -> httpx.Resp
 
 def test_promote_a_ready_traceset_with_its_stored_metadata(api: httpx.Client) -> None:
     traceset = upload(api, {"a": b"x"}, DECLARED)
+    found = inspected(api, traceset["id"])["inspection"]["warnings"]
     answer = promote(api, traceset["id"])
     assert answer.status_code == 200, answer.text
     body = answer.json()
     assert body["status"] == "promoted" and body["promotedAt"] is not None
-    assert body["warnings"] == [] and body["workloadMetadata"] == DECLARED
+    # No member is misspelt: the traces' own disagreements are the only warnings.
+    assert body["warnings"] == found and body["workloadMetadata"] == DECLARED
     assert api.get(f"/api/v1/tracesets/{traceset['id']}").json()["status"] == "promoted"
 
 
@@ -123,3 +126,14 @@ def test_two_concurrent_promotions_leave_exactly_one_whole(api: httpx.Client) ->
     assert [a.status_code for a in answers] == [200, 200]
     stored = api.get(f"/api/v1/tracesets/{traceset['id']}").json()["workloadMetadata"]
     assert stored in (one, two)
+
+
+def test_promotion_says_when_the_traces_are_still_being_inspected(api: httpx.Client) -> None:
+    """Right after complete the inspection may or may not have finished; the answer is
+    consistent either way: the note exactly while its own inspection is pending."""
+    traceset = upload(api, {"a": b"x"}, DECLARED)
+    body = promote(api, traceset["id"]).json()
+    pending = body["inspection"]["status"] == "pending"
+    assert (NOT_FINISHED in body["warnings"]) == pending
+    if not pending:
+        assert body["warnings"] == body["inspection"]["warnings"]

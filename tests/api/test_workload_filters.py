@@ -93,3 +93,18 @@ def test_combined_filters_find_old_matches_beyond_the_first_candidates(api: http
     ).json()
     assert [t["id"] for t in first["items"] + second["items"]] == old[::-1]
     assert second["nextCursor"] is None
+
+
+def test_the_members_dotted_spelling_is_the_same_filter(api: httpx.Client) -> None:
+    wanted = made(api, {"shape": {"rankCount": 8, "global_batch_size": 512}})
+    made(api, {"shape": {"rankCount": 8, "global_batch_size": 1024}})
+    assert ids(api, **{"shape.global_batch_size": 512}) == [wanted]
+    assert ids(api, **{"shape.global_batch_size": 512, "global_batch_size": 512}) == [wanted]
+
+
+def test_both_spellings_with_different_values_are_400(api: httpx.Client) -> None:
+    answer = api.get(
+        "/api/v1/tracesets", params={"shape.global_batch_size": 512, "global_batch_size": 1024}
+    )
+    assert answer.status_code == 400
+    assert problems(answer)[0]["member"] == "shape.global_batch_size"

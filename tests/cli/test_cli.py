@@ -101,6 +101,7 @@ def test_done_when(
     assert ok(tracesets("list", "--workload-family", "llama")).stdout == ""
 
     with Client(server.url, workspace_token) as client:
+        client.wait_for_inspection(traceset_id)  # else promotion says it has not finished
         promoted = client.promote_traceset(traceset_id)
     assert promoted.status == "promoted" and promoted.warnings == []
 

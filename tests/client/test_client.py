@@ -115,7 +115,7 @@ def test_rules_refuse_before_any_request(tmp_path: Path) -> None:
     assert error.problems[0].message == (
         "workloadMetadata.parallelism.dp must be a whole number of at least 1; got 0"
     )
-    assert str(error) == error.problems[0].message
+    assert str(error) == "\n".join(p.message for p in error.problems)  # every problem, a line
 
 
 def test_missing_rank_count_is_refused_with_the_source_documents_words(tmp_path: Path) -> None:

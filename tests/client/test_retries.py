@@ -27,6 +27,7 @@ from tracesets.client.retry import retry_after
 NO_WAIT = RetryPolicy(retries=3, backoff=0)
 STORAGE = "https://storage.test"
 NOW = "2026-01-01T00:00:00.000Z"
+PROBLEM: dict[str, Any] = {"type": "urn:x", "title": "Refused", "errors": []}
 
 
 def traceset_json(traceset_id: str, status: str = "ready") -> dict[str, Any]:
@@ -85,8 +86,11 @@ class MockService:
         body = request.read()  # the whole body goes out before the answer is lost
         path = request.url.path
         if request.method == "POST" and path.endswith("/upload-url"):
+            sent = json.loads(body)
+            if "files" not in sent:  # the client's token check: refused for its body alone
+                return httpx.Response(400, json={**PROBLEM, "status": 400, "detail": "no files"})
             return self._scripted("upload-url") or httpx.Response(
-                201, json={"tracesetId": "t1", "uploads": self.uploads(json.loads(body)["files"])}
+                201, json={"tracesetId": "t1", "uploads": self.uploads(sent["files"])}
             )
         if request.method == "PUT":
             scripted = self._scripted(f"PUT {path}")
@@ -97,20 +101,13 @@ class MockService:
             return httpx.Response(200, headers={"ETag": '"e"'})  # S3's answer: empty body
         if path.endswith("/complete"):
             return httpx.Response(200, json=traceset_json("t1"))
-        return httpx.Response(
-            404,
-            json={
-                "type": "urn:x",
-                "title": "Not found",
-                "status": 404,
-                "detail": "no",
-                "errors": [],
-            },
-        )
+        return httpx.Response(404, json={**PROBLEM, "status": 404, "detail": "no"})
 
     def upload_url_keys(self) -> list[str]:
         return [
-            r.headers["Idempotency-Key"] for r in self.calls if r.url.path.endswith("/upload-url")
+            r.headers["Idempotency-Key"]
+            for r in self.calls
+            if r.url.path.endswith("/upload-url") and "Idempotency-Key" in r.headers
         ]
 
 

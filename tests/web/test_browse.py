@@ -129,7 +129,7 @@ def test_a_traceset_page_shows_its_files_and_metadata_exactly_as_stored(
     expect(files).to_have_count(2)
     expect(files.first).to_contain_text("traces.zip")
     expect(files.first).to_contain_text("primary")
-    expect(files.first).to_contain_text("2.9 KiB")
+    expect(files.first).to_contain_text("3.0 kB")
     expect(files.first).to_contain_text("3,000 bytes")
     expect(files.first).to_contain_text("yes")
     expect(files.nth(1)).to_contain_text("logs/run.txt")

@@ -95,7 +95,7 @@ def test_one_bar_per_rank_with_gaps_for_missing_ranks(tab: Tab, api: httpx.Clien
     assert heights["6"] == 2 * heights["0"] == 4 * heights["4"]
     assert heights["2"] == heights["4"]  # two 1 MiB files on rank 2 add up
     expect(chart.locator('rect.bar[data-rank="2"]')).to_have_class("bar duplicate")
-    expect(chart.locator('rect.bar[data-rank="6"] title')).to_have_text("rank 6: 8.0 MiB")
+    expect(chart.locator('rect.bar[data-rank="6"] title')).to_have_text("rank 6: 8.4 MB")
 
     section = tab.page.locator("#inspection")
     expect(section).to_contain_text("Missing ranks")

@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from datetime import timedelta
+from typing import Any, Final
 
 from fastapi import FastAPI, Request, Response
 from fastapi.concurrency import run_in_threadpool
@@ -106,16 +107,44 @@ async def _sweep_temporary_files(store: LocalBlobStore, idle_timeout: int) -> No
         await asyncio.sleep(interval)
 
 
+#: The service's own wording for what FastAPI checks of a path, query or header, by
+#: pydantic's error type; ``{m}`` is the member, the rest comes from the error's context.
+_WORDING: Final = {
+    "missing": "{m} is required",
+    "int_parsing": "{m} must be a whole number",
+    "int_type": "{m} must be a whole number",
+    "int_from_float": "{m} must be a whole number",
+    "bool_parsing": "{m} must be true or false",
+    "greater_than_equal": "{m} must be at least {ge:,}",
+    "less_than_equal": "{m} must be at most {le:,}",
+    "enum": "{m} must be one of {expected}",
+    "literal_error": "{m} must be one of {expected}",
+    "string_too_short": "{m} must be at least {min_length:,} characters long",
+    "string_too_long": "{m} must be at most {max_length:,} characters long",
+    "string_pattern_mismatch": "{m} holds a character it may not hold",
+}
+
+
+def _message(member: str, error: Mapping[str, Any]) -> str:
+    wording = _WORDING.get(str(error.get("type")))
+    if wording is not None:
+        try:
+            return wording.format(m=member, **error.get("ctx", {}))
+        except (KeyError, ValueError):
+            pass
+    return f"{member} is not valid here"
+
+
 def _validation_problems(exc: RequestValidationError) -> list[Problem]:
     problems = []
     for error in exc.errors():
         where = [
-            str(part) for part in error.get("loc", ()) if part not in ("query", "path", "body")
+            str(part)
+            for part in error.get("loc", ())
+            if part not in ("query", "path", "body", "header")
         ]
         member = ".".join(where)
-        problems.append(
-            Problem(member, error.get("input"), f"{member}: {error.get('msg', 'invalid')}")
-        )
+        problems.append(Problem(member, error.get("input"), _message(member, error)))
     return problems or [Problem("", None, "The request is invalid")]
 
 
@@ -210,7 +239,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         summary="Keep the traces of distributed ML training runs, with trustworthy workload metadata.",
         lifespan=lifespan,
         openapi_url="/openapi.json",
-        docs_url="/docs",
+        docs_url=None,  # /docs is served by tracesets.web, from files of its own
         redoc_url=None,
         generate_unique_id_function=lambda route: route.name,
     )

@@ -19,9 +19,10 @@ from tracesets.api.deps import (
     Service,
     WriteWorkspace,
 )
+from tracesets.api.listquery import refuse_unknown_query
 from tracesets.api.openapi import errors, json_body
 from tracesets.db.queries import ListFilter
-from tracesets.problems import NotFound, Problem
+from tracesets.problems import InvalidRequest, NotFound, Problem
 from tracesets.records import Status
 from tracesets.wire import (
     PromotedTraceset,
@@ -140,13 +141,15 @@ async def get_traceset(
     "",
     summary="List tracesets, newest first",
     description="Filters combine with AND. Pages are cursor based: pass `nextCursor` as "
-    "`cursor` until it is null.",
+    "`cursor` until it is null. A query parameter not listed here is refused (400, naming it, "
+    "and the parameter meant when it is a near miss such as `workloadFamily`).",
     response_model=TracesetList,
     responses=errors(400, 401, 403, 429),
 )
 async def list_tracesets(
     service: Service,
     workspace: ReadWorkspace,
+    _known: Annotated[None, Depends(refuse_unknown_query)],
     status: Annotated[Status | None, Query(description="pending, ready or promoted")] = None,
     rank_count: Annotated[
         int | None, Query(ge=1, le=2_147_483_647, description="Matches rankCountDerived.")
@@ -172,6 +175,16 @@ async def list_tracesets(
             description="Matches the integer workloadMetadata.shape.global_batch_size.",
         ),
     ] = None,
+    shape_global_batch_size: Annotated[
+        int | None,
+        Query(
+            alias="shape.global_batch_size",
+            ge=1,
+            le=2**63 - 1,
+            description="The same filter as global_batch_size, in the member's own dotted "
+            "spelling; giving both with different values is refused.",
+        ),
+    ] = None,
     inspected_ok: Annotated[
         bool | None,
         Query(
@@ -184,12 +197,26 @@ async def list_tracesets(
         str | None, Query(max_length=64, description="nextCursor of the previous page.")
     ] = None,
 ) -> Response:
+    if None not in (global_batch_size, shape_global_batch_size) and (
+        global_batch_size != shape_global_batch_size
+    ):
+        raise InvalidRequest.of(
+            [
+                Problem(
+                    "shape.global_batch_size",
+                    shape_global_batch_size,
+                    "global_batch_size and shape.global_batch_size are one filter: give one value",
+                )
+            ]
+        )
     where = ListFilter(
         status=status,
         rank_count=rank_count,
         workload_family=workload_family,
         workload_name=workload_name,
-        global_batch_size=global_batch_size,
+        global_batch_size=global_batch_size
+        if global_batch_size is not None
+        else shape_global_batch_size,
         inspected_ok=inspected_ok,
     )
     page = await run_in_threadpool(service.list_page, workspace, where, limit=limit, cursor=cursor)

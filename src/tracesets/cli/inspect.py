@@ -7,7 +7,8 @@ before sending a byte when the traces disagree with the declared one.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Annotated
 
@@ -21,9 +22,14 @@ from tracesets.client.files import LocalFile, collect
 from tracesets.inspection import FileFinding, Summary, inspect_file, summarize
 from tracesets.inspection.report import result_json
 from tracesets.inspection.source import FileSource, SourceError
+from tracesets.inspection.summary import SHOWN_RANKS, gaps, runs_text
 
-#: The table is the command's result: stdout, like every result.
-stdout = Console(highlight=False)
+
+def _stdout() -> Console:
+    """The table is the command's result: stdout. Piped, lines run as long as they need
+    (a file name is never cut); on a terminal, long names wrap within their column."""
+    out = Console(highlight=False)
+    return out if out.is_terminal else Console(highlight=False, width=100_000)
 
 
 def inspect_local(files: Sequence[LocalFile]) -> list[FileFinding]:
@@ -52,7 +58,7 @@ def inspect_local(files: Sequence[LocalFile]) -> list[FileFinding]:
     return findings
 
 
-def _ranks(numbers: Sequence[int], count: int | None = None) -> str:
+def ranks_list(numbers: Sequence[int], count: int | None = None) -> str:
     """0-7, 9, 12-15 (and how many more when the list was cut)."""
     runs: list[str] = []
     for number in numbers:
@@ -67,8 +73,39 @@ def _ranks(numbers: Sequence[int], count: int | None = None) -> str:
     return f"{shown} (and {extra:,} more)" if extra > 0 else shown
 
 
-def print_report(findings: Sequence[FileFinding], summary: Summary) -> None:
-    table = Table("file", "format", "rank", "world size", "backend", "rank from", "problem")
+def missing_lines(summary: Summary, declared_rank_count: int | None) -> list[str]:
+    """Missing ranks against the one expected count; when the traces disagree on the world
+    size and no count is declared, what is missing under each world size they give."""
+    if declared_rank_count is not None or len(summary.world_sizes) == 1:
+        return [f"missing ranks: {ranks_list(summary.missing_ranks, summary.missing_rank_count)}"]
+    if not summary.world_sizes:
+        return ["missing ranks: unknown (no trace gives the world size, and no count is declared)"]
+    lines = ["missing ranks: unknown, the traces disagree on the world size; if it is"]
+    for size in summary.world_sizes:
+        missing = gaps(size, summary.ranks_found)
+        lines.append(f"  {size:,}: {runs_text(missing) if missing else 'none'}")
+    return lines
+
+
+def duplicated(ranks: Sequence[int], of_files: Iterable[int | None]) -> str:
+    """``rank 0 (3 files), rank 5 (2 files)``, or ``none``: never a bare number.
+
+    ``of_files`` is the rank of each file (None when it gives none)."""
+    if not ranks:
+        return "none"
+    counts = Counter(rank for rank in of_files if rank is not None)
+    shown = [f"rank {rank:,} ({counts[rank]:,} files)" for rank in ranks[:SHOWN_RANKS]]
+    more = len(ranks) - len(shown)
+    return ", ".join(shown) + (f" and {more:,} more ranks" if more > 0 else "")
+
+
+def print_report(
+    findings: Sequence[FileFinding], summary: Summary, declared_rank_count: int | None = None
+) -> None:
+    table = Table()
+    table.add_column("file", overflow="fold")  # wraps within the column, never cut with "…"
+    for heading in ("format", "rank", "world size", "backend", "rank from", "problem"):
+        table.add_column(heading)
     for f in sorted(findings, key=lambda f: (f.rank is None, f.rank or 0, f.label)):
         table.add_row(
             f.label,
@@ -79,13 +116,13 @@ def print_report(findings: Sequence[FileFinding], summary: Summary) -> None:
             f.rank_source or "",
             f.problem or "",
         )
-    stdout.print(table)
+    _stdout().print(table, markup=False)
     sizes = summary.world_sizes
-    say(f"ranks found: {_ranks(summary.ranks_found)}")
+    say(f"ranks found: {ranks_list(summary.ranks_found)}")
     say(f"world size: {', '.join(map(str, sizes)) if sizes else 'unknown'}")
-    say(f"missing ranks: {_ranks(summary.missing_ranks, summary.missing_rank_count)}")
-    if summary.duplicate_ranks:
-        say(f"duplicated ranks: {_ranks(summary.duplicate_ranks)}")
+    for line in missing_lines(summary, declared_rank_count):
+        say(line)
+    say(f"duplicated ranks: {duplicated(summary.duplicate_ranks, (f.rank for f in findings))}")
     for warning in summary.warnings:
         warn(f"warning: {warning}")
 
@@ -118,4 +155,4 @@ def inspect(
             ).decode()
         )
         return
-    print_report(findings, summary)
+    print_report(findings, summary, rank_count)

@@ -21,21 +21,26 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # click's plain help wraps at word boundaries; rich's panels cut long words with "…".
+    rich_markup_mode=None,
 )
-token_app = typer.Typer(help="Manage the bearer tokens of workspaces.", no_args_is_help=True)
+token_app = typer.Typer(
+    help="Manage the bearer tokens of workspaces.", no_args_is_help=True, rich_markup_mode=None
+)
 
-app.command("upload")(upload.upload)
-app.command("list")(tracesets.list_)
-app.command("show")(tracesets.show)
-app.command("promote")(tracesets.promote)
-app.command("download")(tracesets.download)
-app.command("delete")(tracesets.delete)
-app.command("inspect")(inspect.inspect)
-app.command("serve")(server.serve)
+# Short helps fit the command list in 80 columns, which would otherwise cut them with "...".
+app.command("upload", short_help="Upload files or folders as one traceset.")(upload.upload)
+app.command("list", short_help="List tracesets, newest first.")(tracesets.list_)
+app.command("show", short_help="Print a traceset, with its inspection.")(tracesets.show)
+app.command("promote", short_help="Promote a ready traceset.")(tracesets.promote)
+app.command("download", short_help="Download a traceset's files.")(tracesets.download)
+app.command("delete", short_help="Delete tracesets and their files.")(tracesets.delete)
+app.command("inspect", short_help="Print what local traces say about their ranks.")(inspect.inspect)
+app.command("serve", short_help="Start the service.")(server.serve)
 app.add_typer(token_app, name="token")
-token_app.command("create")(server.token_create)
-token_app.command("revoke")(server.token_revoke)
-token_app.command("list")(server.token_list)
+token_app.command("create", short_help="Print a new token for a workspace.")(server.token_create)
+token_app.command("revoke", short_help="Revoke a token.")(server.token_revoke)
+token_app.command("list", short_help="List tokens, never their values.")(server.token_list)
 
 
 def main() -> None:

@@ -68,12 +68,24 @@ def build(
 ) -> JsonValue:
     """The metadata the options describe; ``None`` (absent) when they describe none."""
     changes: list[tuple[list[str], JsonValue]] = []
+    options: list[tuple[list[str], str]] = []  # what an option sets, and the option as typed
     if rank_count is not None:
         changes.append((["shape", "rankCount"], rank_count))
+        options.append((["shape", "rankCount"], f"--rank-count {rank_count}"))
     for name, degree in (degrees or {}).items():
         if degree is not None:
             changes.append((["parallelism", name], degree))
-    changes += [parse_assignment(text) for text in sets]
+            options.append((["parallelism", name], f"--{name} {degree}"))
+    for text in sets:
+        path, value = parse_assignment(text)
+        for set_by_option, option in options:
+            # --set shape.rankCount=… or --set shape={…} would silently undo the option.
+            if set_by_option[: len(path)] == path:
+                fail_usage(
+                    f"--set {text} conflicts with {option}: both set "
+                    f"{'.'.join(set_by_option)}; give it once"
+                )
+        changes.append((path, value))
     if not changes:
         return base
     if base is None:

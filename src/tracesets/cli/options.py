@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from tracesets.cli.output import fail_usage
 from tracesets.client import Client
 
 Url = Annotated[
@@ -28,4 +29,7 @@ Json = Annotated[bool, typer.Option("--json", help="Print JSON instead of text."
 
 
 def client(url: str | None, token: str | None, *, concurrency: int = 8) -> Client:
+    if token is not None and not token.strip():
+        # An empty --token (an unset variable in a script) must not fall back to another one.
+        fail_usage("--token is empty: pass a token, or leave --token out to use TRACESETS_TOKEN")
     return Client(url, token, concurrency=concurrency)

@@ -7,6 +7,8 @@ commands start without them.
 from __future__ import annotations
 
 import os
+import shutil
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -42,7 +44,23 @@ def _database(settings: Settings) -> Database:
     return db
 
 
-def _banner(settings: Settings, host: str, port: int, token: str | None) -> str:
+def command_hint(path: str | None) -> list[str]:
+    """Where ``tracesets`` is, when a new shell (with ``path`` as PATH) would not find it:
+    ``make serve`` runs it from the project's .venv, which no shell has on its PATH."""
+    folder = Path(sys.executable).parent
+    command = folder / "tracesets"
+    found = shutil.which("tracesets", path=path)
+    if found is not None and Path(found).resolve() == command.resolve():
+        return []
+    return [
+        f"The tracesets command is {command}; in a new shell put it on PATH first:",
+        f"  export PATH={folder}:$PATH   (or: . {folder / 'activate'})",
+    ]
+
+
+def _banner(
+    settings: Settings, host: str, port: int, token: str | None, path: str | None = None
+) -> str:
     shown = "localhost" if host in ("0.0.0.0", "::", "127.0.0.1") else host
     url = settings.public_url or f"http://{shown}:{port}"
     lines = [f"Tracesets on {url}  (data: {settings.data_dir})"]
@@ -61,6 +79,7 @@ def _banner(settings: Settings, host: str, port: int, token: str | None) -> str:
             "Signed URLs use the address each request arrived on; if clients reach this",
             "  service by another name (a proxy, a container's port), set TRACESETS_PUBLIC_URL",
         ]
+    lines += command_hint(path)
     lines += [
         f"Open {url} in a browser and sign in with the token, or try it:",
         f'  curl -s -H "Authorization: Bearer {token or "$TRACESETS_TOKEN"}" {url}/api/v1/tracesets',
@@ -93,7 +112,7 @@ def serve(
     elif not tokens.any_exist(db):
         token = tokens.create(db, workspace=DEFAULT_WORKSPACE, name="first token")
     db.dispose()
-    print(_banner(settings, host, port, token), flush=True)
+    print(_banner(settings, host, port, token, os.environ.get("PATH")), flush=True)
     os.environ["TRACESETS_DATA_DIR"] = str(settings.data_dir)
     uvicorn.run(
         "tracesets.api.app:create_app",

@@ -12,11 +12,13 @@ from rich.console import Console
 from rich.table import Table
 
 from tracesets.cli import metadata, options
-from tracesets.cli.output import say, size, warn
+from tracesets.cli.inspect import duplicated, missing_lines, ranks_list
+from tracesets.cli.output import REFUSED, error_lines, say, size, warn
 from tracesets.cli.progress import display
 from tracesets.cli.upload import summary
 from tracesets.client import ClientError, ProgressCallback, Traceset
 from tracesets.client.progress import ProgressCounter
+from tracesets.inspection import Summary
 
 TracesetId = Annotated[str, typer.Argument(help="The traceset's id.", show_default=False)]
 
@@ -52,6 +54,38 @@ def show(
         arrived = "" if file.received else "  (not received)"
         say(f"  {file.role:<10} {size(file.size):>10}  {file.name}{arrived}")
     say("workloadMetadata: " + _json(traceset.workloadMetadata))
+    for line in inspection_lines(traceset):
+        say(line)
+
+
+def inspection_lines(traceset: Traceset) -> list[str]:
+    """What the service's inspection of the traces found, as ``tracesets inspect`` says it."""
+    inspection = traceset.inspection
+    if inspection is None:
+        return ["inspection: none (no primary files, or the upload is not complete)"]
+    if inspection.status == "pending":
+        return ["inspection: pending (the traces are still being read; show it again soon)"]
+    sizes = inspection.worldSizes
+    found = Summary(
+        ranks_found=inspection.ranksFound,
+        world_sizes=sizes,
+        world_size=inspection.worldSize,
+        missing_ranks=inspection.missingRanks,
+        duplicate_ranks=inspection.duplicateRanks,
+        unreadable=inspection.unreadable,
+        warnings=inspection.warnings,
+        missing_rank_count=inspection.missingRankCount,
+    )
+    lines = [
+        f"inspection: {inspection.status}",
+        f"  world size: {', '.join(f'{n:,}' for n in sizes) if sizes else 'unknown'}",
+        f"  ranks found: {ranks_list(inspection.ranksFound)}",
+        *(f"  {line}" for line in missing_lines(found, traceset.rankCountDerived)),
+        "  duplicated ranks: "
+        + duplicated(inspection.duplicateRanks, (f.rank for f in inspection.files)),
+    ]
+    lines += [f"  warning: {warning}" for warning in inspection.warnings]
+    return lines
 
 
 def list_(
@@ -236,8 +270,19 @@ def delete(
     url: options.Url = None,
     token: options.Token = None,
 ) -> None:
-    """Delete tracesets and their files."""
+    """Delete tracesets and their files: every id is tried; exit 1 if any was not deleted."""
+    failed = 0
     with options.client(url, token) as client:
         for traceset_id in traceset_ids:
-            client.delete_traceset(traceset_id)
+            try:
+                client.delete_traceset(traceset_id)
+            except ClientError as error:
+                failed += 1
+                warn(f"not deleted {traceset_id}:")
+                for line in error_lines(error):
+                    warn(f"  {line}")
+                continue
             say(f"deleted {traceset_id}")
+    if failed:
+        warn(f"{failed} of {len(traceset_ids)} not deleted")
+        raise typer.Exit(REFUSED)

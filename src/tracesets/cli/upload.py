@@ -4,19 +4,25 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Final, NoReturn
 
 import typer
 
 from tracesets import workload
 from tracesets.cli import metadata, options
 from tracesets.cli.inspect import inspect_local
-from tracesets.cli.output import say, size, warn
+from tracesets.cli.output import REFUSED, error_lines, say, size, warn
 from tracesets.cli.progress import display
-from tracesets.client import Traceset, protocol
+from tracesets.client import ClientError, Traceset, protocol
 from tracesets.client.files import LocalFile, collect, total_size
 from tracesets.inspection import summarize
 from tracesets.jsontext import JsonValue
+
+#: The options that declare a rank count, for messages that ask for one.
+RANK_FLAGS: Final = (
+    "--rank-count N, or the parallelism degrees --dp, --tp, --sp, --ep, --pp "
+    "(their product), or both"
+)
 
 
 def upload(
@@ -146,12 +152,15 @@ def upload(
     if resume is None:
         workload_metadata = check_against_traces(files, workload_metadata, infer=infer_rank_count)
         # The very same rules as the service, before a byte is read or a request sent.
-        protocol.upload_url_body(
-            name=name,
-            files=[f.spec() for f in files],
-            workload_metadata=workload_metadata,
-            description=description,
-        )
+        try:
+            protocol.upload_url_body(
+                name=name,
+                files=[f.spec() for f in files],
+                workload_metadata=workload_metadata,
+                description=description,
+            )
+        except ClientError as error:
+            _refuse(error)
     verb = "uploading" if resume is None else "resuming"
     with (
         options.client(url, token, concurrency=concurrency) as client,
@@ -198,6 +207,15 @@ def check_against_traces(
         return workload_metadata
     declared = rules.rank_count
     found = summarize(findings, declared_rank_count=declared)
+    if declared is None and infer and found.world_size is None:
+        sizes = ", ".join(f"{size:,}" for size in found.world_sizes)
+        why = (
+            f"the traces disagree on the world size ({sizes})"
+            if sizes
+            else "no trace gives its world size"
+        )
+        warn(f"error: --infer-rank-count: {why}; declare the rank count with {RANK_FLAGS}")
+        raise typer.Exit(REFUSED)
     if declared is None and found.world_size is not None:
         if infer and isinstance(workload_metadata, dict | None):
             shape = dict((workload_metadata or {}).get("shape") or {})
@@ -212,6 +230,15 @@ def check_against_traces(
     for warning in found.warnings:
         warn(f"warning: {warning}")
     return workload_metadata
+
+
+def _refuse(error: ClientError) -> NoReturn:
+    """The rules' refusal, and for a missing rank count the options that declare one."""
+    for line in error_lines(error):
+        warn(line)
+    if any(p.message == workload.MISSING_RANK_COUNT for p in error.problems):
+        warn(f"On the command line: {RANK_FLAGS}.")
+    raise typer.Exit(REFUSED)
 
 
 def summary(traceset: Traceset) -> str:

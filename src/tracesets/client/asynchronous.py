@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import replace
@@ -175,7 +176,9 @@ class AsyncClient:
         supporting: PathLike | Iterable[PathLike] = (),
         progress: ProgressCallback | None = None,
         hash_progress: ProgressCallback | None = None,
+        wait: float = 0,
     ) -> Traceset:
+        """``Client.upload``'s twin, ``wait`` included."""
         files = collect(paths, supporting)
         protocol.upload_url_body(
             name=name,
@@ -183,6 +186,7 @@ class AsyncClient:
             workload_metadata=workload_metadata,
             description=description,
         )
+        await self._check_write_access()
         files = await self._hash(files, hash_progress)
         body = protocol.upload_url_body(
             name=name,
@@ -197,7 +201,7 @@ class AsyncClient:
             with contextlib.suppress(ClientError):
                 done = await self._resume(started, files, progress, hash_progress=None)
                 self.state.forget(key)
-                return done
+                return await self.wait_for_inspection(done.id, timeout=wait) if wait > 0 else done
         created = await self.request_upload_urls(
             name=name,
             files=[f.spec() for f in files],
@@ -207,7 +211,29 @@ class AsyncClient:
         self.state.remember(key, created.tracesetId)
         done = await self._send_files(created.tracesetId, files, created.uploads, progress)
         self.state.forget(key)
-        return done
+        return await self.wait_for_inspection(done.id, timeout=wait) if wait > 0 else done
+
+    async def _check_write_access(self) -> None:
+        """``Client._check_write_access``'s twin: the token is checked before hashing."""
+        response = await self._call(
+            "POST", f"{protocol.TRACESETS}/upload-url", "upload-url", body={}, expect=400
+        )
+        await response.aclose()
+
+    async def wait_for_inspection(
+        self, traceset_id: str, *, timeout: float = 60.0, interval: float = 0.25
+    ) -> Traceset:
+        """``Client.wait_for_inspection``'s twin."""
+        deadline = time.monotonic() + timeout
+        while True:
+            traceset = await self.get_traceset(traceset_id)
+            if not protocol.inspection_pending(traceset):
+                return traceset
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise protocol.inspection_timeout(traceset_id, timeout)
+            await asyncio.sleep(min(interval, left))
+            interval = min(interval * 1.5, 2.0)
 
     async def upload_status(self, traceset_id: str) -> UploadStatus:
         response = await self._call(

@@ -46,7 +46,13 @@ class ClientError(Exception):
         self.traceset_id: str | None = None
 
     def __str__(self) -> str:
-        return self.detail
+        """Every problem, one a line (a message that does not name its member gets it)."""
+        if len(self.problems) <= 1:
+            return self.detail
+        return "\n".join(
+            p.message if not p.member or p.member in p.message else f"{p.member}: {p.message}"
+            for p in self.problems
+        )
 
     def __repr__(self) -> str:
         return f"ClientError({self.detail!r}, status={self.status!r})"

@@ -17,7 +17,7 @@ from tracesets import jsontext
 from tracesets.client.errors import ClientError
 from tracesets.problems import TracesetsError
 from tracesets.uploadrequest import read_upload_request
-from tracesets.wire import UploadFileSpec
+from tracesets.wire import Traceset, UploadFileSpec
 
 TRACESETS: Final = "/api/v1/tracesets"
 MAX_PAGE: Final = 500
@@ -118,3 +118,14 @@ def parse(model: type[Model], response: httpx.Response, what: str) -> Model:
             f"understand: {exc.errors()[0]['msg']}",
             status=response.status_code,
         ) from None
+
+
+def inspection_pending(traceset: Traceset) -> bool:
+    return traceset.inspection is not None and traceset.inspection.status == "pending"
+
+
+def inspection_timeout(traceset_id: str, timeout: float) -> ClientError:
+    return ClientError(
+        f"The traces of {traceset_id} are still being inspected after {timeout:g} s; "
+        "wait_for_inspection again, or read the traceset later"
+    )

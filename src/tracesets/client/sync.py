@@ -197,13 +197,16 @@ class Client:
         supporting: PathLike | Iterable[PathLike] = (),
         progress: ProgressCallback | None = None,
         hash_progress: ProgressCallback | None = None,
+        wait: float = 0,
     ) -> Traceset:
         """Upload files and folders as one traceset; return it, ready.
 
-        The request is checked with the upload rules before anything is read or sent;
-        each file's sha256 is computed once, then ``concurrency`` PUTs run at a time,
-        each retried with backoff. ``progress(bytes_sent, bytes_total)`` follows the PUTs,
-        ``hash_progress`` the first pass.
+        The request is checked with the upload rules, and the token with the service,
+        before anything is read or sent; each file's sha256 is computed once, then
+        ``concurrency`` PUTs run at a time, each retried with backoff.
+        ``progress(bytes_sent, bytes_total)`` follows the PUTs, ``hash_progress`` the first
+        pass. With ``wait`` seconds, the traceset is returned once the service has inspected
+        its traces (see ``wait_for_inspection``).
         """
         files = collect(paths, supporting)
         protocol.upload_url_body(
@@ -212,6 +215,7 @@ class Client:
             workload_metadata=workload_metadata,
             description=description,
         )
+        self._check_write_access()
         files = self._hash(files, hash_progress)
         body = protocol.upload_url_body(
             name=name,
@@ -226,7 +230,7 @@ class Client:
             with contextlib.suppress(ClientError):
                 done = self._resume(started, files, progress, hash_progress=None)
                 self.state.forget(key)
-                return done
+                return self.wait_for_inspection(done.id, timeout=wait) if wait > 0 else done
         created = self.request_upload_urls(
             name=name,
             files=[f.spec() for f in files],
@@ -236,7 +240,36 @@ class Client:
         self.state.remember(key, created.tracesetId)
         done = self._send_files(created.tracesetId, files, created.uploads, progress)
         self.state.forget(key)
-        return done
+        return self.wait_for_inspection(done.id, timeout=wait) if wait > 0 else done
+
+    def _check_write_access(self) -> None:
+        """Fail at once on a token that cannot upload, not after hashing terabytes.
+
+        An empty upload request is refused for its body (400) only once the token has been
+        accepted and found to hold the write scope (401 and 403 come first); nothing is
+        created."""
+        response = self._call(
+            "POST", f"{protocol.TRACESETS}/upload-url", "upload-url", body={}, expect=400
+        )
+        response.close()
+
+    def wait_for_inspection(
+        self, traceset_id: str, *, timeout: float = 60.0, interval: float = 0.25
+    ) -> Traceset:
+        """The traceset once the service has read its traces (``inspection.status`` is no
+        longer pending), polling every ``interval`` seconds (growing to 2) for at most
+        ``timeout`` seconds; ``ClientError`` if it is still pending then. A traceset with no
+        inspection (no primary files, or not complete) is returned at once."""
+        deadline = time.monotonic() + timeout
+        while True:
+            traceset = self.get_traceset(traceset_id)
+            if not protocol.inspection_pending(traceset):
+                return traceset
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise protocol.inspection_timeout(traceset_id, timeout)
+            time.sleep(min(interval, left))
+            interval = min(interval * 1.5, 2.0)
 
     def upload_status(self, traceset_id: str) -> UploadStatus:
         """What of a pending upload has arrived, and fresh URLs for the rest."""

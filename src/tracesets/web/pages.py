@@ -1,4 +1,5 @@
-"""Serve the page and its static files, each with a strict Content-Security-Policy.
+"""Serve the page, the API's Swagger UI and their static files, each with a strict
+Content-Security-Policy.
 
 The files are read once from the package, so a request is a dictionary look-up. Only
 the files shipped in ``static/`` exist; the routes stay out of the OpenAPI description.
@@ -7,11 +8,14 @@ the files shipped in ``static/`` exist; the routes stay out of the OpenAPI descr
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from importlib import resources
+from importlib.resources.abc import Traversable
 from typing import Final
 
 from fastapi import APIRouter, Request, Response
+from swagger_ui_bundle import swagger_ui_path  # type: ignore[import-untyped]
 
 #: No inline script or style anywhere, nothing from another origin, no framing.
 CONTENT_SECURITY_POLICY: Final = (
@@ -44,9 +48,9 @@ class StaticFile:
     etag: str
 
 
-def _load_static() -> dict[str, StaticFile]:
+def _load(entries: Iterable[Traversable]) -> dict[str, StaticFile]:
     files: dict[str, StaticFile] = {}
-    for entry in (resources.files(__package__) / "static").iterdir():
+    for entry in entries:
         suffix = entry.name[entry.name.rfind(".") :]
         if entry.is_file() and suffix in _MEDIA_TYPES:
             body = entry.read_bytes()
@@ -55,13 +59,17 @@ def _load_static() -> dict[str, StaticFile]:
     return files
 
 
-STATIC: Final = _load_static()
+STATIC: Final = _load((resources.files(__package__) / "static").iterdir())
+#: Swagger UI for /docs, from its Python distribution: the page works with no internet.
+SWAGGER_UI: Final = _load(
+    swagger_ui_path / name for name in ("swagger-ui-bundle.js", "swagger-ui.css")
+)
 
 router = APIRouter(include_in_schema=False)
 
 
-def _serve(request: Request, name: str) -> Response:
-    found = STATIC.get(name)
+def _serve(request: Request, name: str, files: Mapping[str, StaticFile] = STATIC) -> Response:
+    found = files.get(name)
     if found is None:
         return Response(b"Not found\n", 404, _SECURITY_HEADERS, media_type="text/plain")
     headers = {**_SECURITY_HEADERS, "ETag": found.etag}
@@ -73,6 +81,16 @@ def _serve(request: Request, name: str) -> Response:
 @router.api_route("/", methods=["GET", "HEAD"])
 async def index(request: Request) -> Response:
     return _serve(request, "index.html")
+
+
+@router.api_route("/docs", methods=["GET", "HEAD"])
+async def api_docs(request: Request) -> Response:
+    return _serve(request, "docs.html")
+
+
+@router.api_route("/static/swagger-ui/{name}", methods=["GET", "HEAD"])
+async def swagger_ui_file(request: Request, name: str) -> Response:
+    return _serve(request, name, SWAGGER_UI)
 
 
 @router.api_route("/static/{name}", methods=["GET", "HEAD"])

@@ -156,10 +156,9 @@ function promotionSection(t, metadata, rerender) {
     replace(result, h('p', { class: 'loading' }, 'Promoting…'));
     try {
       const answer = await call(`/api/v1/tracesets/${encodeURIComponent(t.id)}/promote`, { method: 'POST', body });
-      const warnings = answer.data.warnings || [];
-      rerender(answer, note('success', 'Promoted.', warnings.length
-        ? ['Promotion does not read these members because of their spelling:', ...warnings]
-        : ['Every check passed; the metadata above is what is stored now.']));
+      const groups = warningGroups(answer.data);
+      rerender(answer, note('success', 'Promoted.',
+        groups.length ? [] : ['Every check passed; the metadata above is what is stored now.'], groups));
     } catch (error) {
       promote.disabled = false;
       promote.removeAttribute('aria-busy');
@@ -181,10 +180,32 @@ function promotionSection(t, metadata, rerender) {
     result);
 }
 
-function note(kind, title, lines) {
+function note(kind, title, lines, groups = []) {
   return h('div', { class: `notice ${kind}`, role: kind === 'error' ? 'alert' : 'status', tabindex: -1 },
     h('strong', {}, title),
-    lines.length ? h('ul', {}, lines.map((line) => h('li', {}, line))) : null);
+    lines.length ? h('ul', {}, lines.map((line) => h('li', {}, line))) : null,
+    groups.map(([heading, entries]) => h('div', { class: 'warning-group' },
+      h('h3', {}, heading), h('ul', {}, entries.map((entry) => h('li', {}, entry))))));
+}
+
+/** Promotion's warnings by kind, each kind under its own heading: the traces' inspection
+ * (its own warnings, as the answer's inspection lists them), members not read because of
+ * their spelling (named by their path), and anything else (such as an unfinished inspection). */
+export function warningGroups(promoted) {
+  const fromTraces = new Set(promoted.inspection?.warnings || []);
+  const traces = [];
+  const spelling = [];
+  const other = [];
+  for (const warning of promoted.warnings || []) {
+    if (fromTraces.has(warning)) traces.push(warning);
+    else if (warning.startsWith(`${ROOT}.`)) spelling.push(warning);
+    else other.push(warning);
+  }
+  return [
+    ['Promotion does not read these members because of their spelling:', spelling],
+    ['What inspecting the traces found:', traces],
+    [promoted.inspection?.status === 'pending' ? 'The traces are still being inspected:' : 'Other warnings:', other],
+  ].filter(([, entries]) => entries.length);
 }
 
 /** The member's own line, or its nearest ancestor's when the member is absent. */

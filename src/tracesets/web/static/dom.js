@@ -51,17 +51,19 @@ export function svg(tag, attrs, ...children) {
   return fill(document.createElementNS(SVG_NS, tag), attrs, children);
 }
 
-const UNITS = ['bytes', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
+const UNITS = ['kB', 'MB', 'GB', 'TB', 'PB', 'EB', 'ZB', 'YB'];
 
+/** Decimal units, written as the command line (rich) writes them: "1 byte", "4.0 MB". */
 export function formatBytes(size) {
-  if (size < 1024) return `${size} ${size === 1 ? 'byte' : 'bytes'}`;
-  let value = size;
+  if (size < 1000) return `${size} ${size === 1 ? 'byte' : 'bytes'}`;
   let unit = 0;
-  while (value >= 1024 && unit < UNITS.length - 1) {
-    value /= 1024;
+  let base = 1000;
+  while (size >= base * 1000 && unit < UNITS.length - 1) {
+    base *= 1000;
     unit += 1;
   }
-  return `${value.toFixed(value < 10 ? 1 : 0)} ${UNITS[unit]}`;
+  const value = (size / base).toLocaleString('en-US', { minimumFractionDigits: 1, maximumFractionDigits: 1 });
+  return `${value} ${UNITS[unit]}`;
 }
 
 export function formatCount(n) {

@@ -21,6 +21,18 @@ export function ranges(ranks, total = null) {
   return text.join(', ') + (more > 0 ? ` and ${formatCount(more)} more` : '');
 }
 
+/** "rank 0 (3 files), rank 5 (2 files)", or "none": never a bare rank number. */
+export function duplicated(ranks, files) {
+  if (!ranks.length) return 'none';
+  const count = new Map();
+  for (const file of files) {
+    if (Number.isInteger(file.rank)) count.set(file.rank, (count.get(file.rank) || 0) + 1);
+  }
+  const shown = ranks.slice(0, SHOWN_RUNS).map((rank) => `rank ${formatCount(rank)} (${formatCount(count.get(rank) || 0)} files)`);
+  const more = ranks.length - shown.length;
+  return shown.join(', ') + (more > 0 ? ` and ${formatCount(more)} more ranks` : '');
+}
+
 function summary(inspection) {
   const found = inspection.ranksFound || [];
   const missing = inspection.missingRanks || [];
@@ -31,7 +43,7 @@ function summary(inspection) {
   ];
   const missingCount = Number.isInteger(inspection.missingRankCount) ? inspection.missingRankCount : null;
   if (missing.length || missingCount) items.push(['Missing ranks', ranges(missing, missingCount)]);
-  if (duplicate.length) items.push(['Duplicated ranks', ranges(duplicate)]);
+  items.push(['Duplicated ranks', duplicated(duplicate, inspection.files || [])]);
   return h('dl', { class: 'facts compact' },
     items.map(([term, value]) => h('div', { class: 'fact' }, h('dt', {}, term), h('dd', {}, value))));
 }

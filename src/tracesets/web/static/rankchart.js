@@ -84,6 +84,27 @@ function describe(bar, format) {
   return `${span(bar)}: ${formatCount(bar.withFiles)} with files, largest ${format(bar.value)}`;
 }
 
+/** Bar heights for values from 0 to the largest. Linear, unless the ranks with files differ
+ * by 100 times or more: then logarithmic (powers of ten on the axis), so a small rank is not
+ * one pixel beside a large one. With no rank that has a file, no value axis at all. */
+export function valueScale(bars, plotH) {
+  const values = bars.filter((b) => b.withFiles).map((b) => b.value);
+  const max = Math.max(0, ...values);
+  if (max <= 0) return { kind: 'none', ticks: [], height: () => 0 };
+  const min = Math.min(...values.filter((v) => v > 0));
+  if (max / min < 100) {
+    return { kind: 'linear', ticks: [0, Math.round(max / 2), max], height: (v) => (v / max) * plotH };
+  }
+  // The axis starts a power of ten below the smallest, so even that one has height.
+  const low = Math.floor(Math.log10(min)) - 1;
+  const high = Math.log10(max);
+  const height = (v) => (v <= 0 ? 0 : Math.max(0, (Math.log10(v) - low) / (high - low)) * plotH);
+  const ticks = [];
+  const every = Math.max(1, Math.ceil((Math.floor(high) - low) / 5));
+  for (let k = low + 1; k <= high; k += every) ticks.push(10 ** k);
+  return { kind: 'log', ticks, height };
+}
+
 /** The chart for a container `width` pixels wide, or null when no rank is known. */
 export function rankChart(inspection, metric, width) {
   const { bars, per, ranks } = rankBars(inspection, metric);
@@ -93,26 +114,26 @@ export function rankChart(inspection, metric, width) {
   const plotW = w - MARGIN.left - MARGIN.right;
   const plotH = HEIGHT - MARGIN.top - MARGIN.bottom;
   const bottom = MARGIN.top + plotH;
-  const max = Math.max(1, ...bars.map((b) => b.value));
+  const scale = valueScale(bars, plotH);
   const slot = plotW / bars.length;
   const barW = slot >= 4 ? slot * 0.78 : slot;
   const x = (i) => MARGIN.left + i * slot + (slot - barW) / 2;
 
-  const title = per === 1 ? `${label} per rank` : `${label} per rank, largest of every ${formatCount(per)} ranks`;
+  const named = per === 1 ? `${label} per rank` : `${label} per rank, largest of every ${formatCount(per)} ranks`;
+  const title = scale.kind === 'log' ? `${named} (logarithmic scale)` : named;
   const gaps = bars.filter((b) => !b.withFiles).length;
   const desc = `${formatCount(ranks)} ranks in ${formatCount(bars.length)} bars`
     + (gaps ? `, ${formatCount(gaps)} of them with no file` : '');
   const chart = svg('svg', {
     class: 'rank-chart', width: w, height: HEIGHT, viewBox: `0 0 ${w} ${HEIGHT}`,
-    role: 'img', 'aria-label': `${title}: ${desc}`, 'data-ranks-per-bar': per,
+    role: 'img', 'aria-label': `${title}: ${desc}`, 'data-ranks-per-bar': per, 'data-scale': scale.kind,
   }, svg('title', {}, title), svg('desc', {}, desc));
 
-  for (const fraction of [0, 0.5, 1]) {
-    const y = bottom - fraction * plotH;
+  for (const tick of scale.ticks) {
+    const y = bottom - scale.height(tick);
     chart.append(
       svg('line', { class: 'grid', x1: MARGIN.left, x2: w - MARGIN.right, y1: y, y2: y }),
-      svg('text', { class: 'axis-label', x: MARGIN.left - 8, y: y + 4, 'text-anchor': 'end' },
-        format(Math.round(max * fraction))),
+      svg('text', { class: 'axis-label', x: MARGIN.left - 8, y: y + 4, 'text-anchor': 'end' }, format(tick)),
     );
   }
 
@@ -134,7 +155,7 @@ export function rankChart(inspection, metric, width) {
       gapStart = null;
       return;
     }
-    const height = Math.max(1, (bar.value / max) * plotH);
+    const height = Math.max(2, scale.height(bar.value));
     const kind = bar.duplicate ? ' duplicate' : bar.withFiles < bar.size ? ' partial' : '';
     chart.append(svg('rect', {
       class: `bar${kind}`, x: x(i), y: bottom - height, width: Math.max(barW, 2), height,

@@ -1,0 +1,175 @@
+"""What a new user meets on the command line: where the command is, what ``inspect`` and
+``show`` say of the traces, every id of a ``delete`` tried, conflicts named, nothing cut."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.cli.test_cli import Run, ok, run_tracesets
+from tests.flows import inspected, send, upload
+from tests.inspection.kineto_writer import kineto_trace
+from tests.server import BIN, free_port
+from tracesets.cli.server import command_hint
+
+NOWHERE = {"TRACESETS_URL": f"http://127.0.0.1:{free_port()}", "TRACESETS_TOKEN": "tsk_unused"}
+LONG = "mtia_rank_{rank}_of_a_training_job_with_a_long_descriptive_name_20261201T050000.json"
+
+
+@pytest.fixture
+def disagreeing(tmp_path: Path) -> Path:
+    """Traces that give the world sizes 1, 2, 128 and 300; ranks 0 (twice), 1 and 34."""
+    run = tmp_path / "traces"
+    run.mkdir()
+    for rank, world_size, copy in ((0, 1, ""), (1, 2, ""), (34, 128, ""), (0, 300, "-again")):
+        name = LONG.format(rank=rank).replace(".json", f"{copy}.json")
+        (run / name).write_bytes(kineto_trace(rank, world_size))
+    return run
+
+
+def test_the_banner_says_where_the_command_is_when_a_shell_would_not_find_it() -> None:
+    hint = "\n".join(command_hint("/usr/bin:/bin"))
+    assert str(BIN) in hint and f"export PATH={BIN.parent}:$PATH" in hint
+    assert command_hint(f"{BIN.parent}:/usr/bin") == []
+
+
+def test_inspect_reports_missing_ranks_per_world_size_when_the_traces_disagree(
+    disagreeing: Path,
+) -> None:
+    done = ok(run_tracesets("inspect", disagreeing, env={"COLUMNS": "80"}))
+    lines = done.stdout.splitlines()
+    assert "missing ranks: unknown, the traces disagree on the world size; if it is" in lines
+    assert lines[-5:-1] == ["  1: none", "  2: none", "  128: 2-33, 35-127", "  300: 2-33, 35-299"]
+    assert "duplicated ranks: rank 0 (2 files)" in lines
+    for rank in (0, 1, 34):  # in 80 columns, piped: never cut
+        assert LONG.format(rank=rank) in done.stdout
+    assert "…" not in done.stdout
+
+
+def test_no_duplicated_rank_reads_none(tmp_path: Path) -> None:
+    (tmp_path / "rank0.json").write_bytes(kineto_trace(0, 2))
+    done = ok(run_tracesets("inspect", tmp_path, env={}))
+    assert "duplicated ranks: none" in done.stdout.splitlines()
+
+
+def test_inferring_from_disagreeing_traces_says_why_and_what_to_pass(disagreeing: Path) -> None:
+    done = run_tracesets("upload", disagreeing, "--infer-rank-count", env=NOWHERE)
+    assert done.returncode == 1
+    assert "the traces disagree on the world size (1, 2, 128, 300)" in done.stderr
+    assert "--rank-count N" in done.stderr and "--dp" in done.stderr
+    assert "no answer" not in done.stderr, "nothing was sent"
+
+
+def test_a_missing_rank_count_names_the_options_that_declare_one(disagreeing: Path) -> None:
+    done = run_tracesets("upload", disagreeing, env=NOWHERE)
+    assert done.returncode == 1
+    assert "workloadMetadata.shape.rankCount" in done.stderr
+    assert "On the command line: --rank-count N, or the parallelism degrees --dp" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["--rank-count", "256", "--set", "shape.rankCount=2.0"], "--rank-count 256"),
+        (["--dp", "4", "--set", 'parallelism={"dp": 8}'], "--dp 4"),
+        (["--rank-count", "8", "--token", ""], "--token is empty"),
+    ],
+)
+def test_conflicting_options_are_usage_errors(
+    disagreeing: Path, args: list[str], named: str
+) -> None:
+    done = run_tracesets("upload", disagreeing, *args, env=NOWHERE)
+    assert done.returncode == 2, done.stderr
+    assert named in done.stderr
+
+
+def test_set_alongside_options_for_other_members_is_fine(tmp_path: Path) -> None:
+    (tmp_path / "rank0.json").write_bytes(kineto_trace(0, 8))
+    done = run_tracesets(
+        "upload", tmp_path, "--rank-count", "8", "--set", "shape.global_batch_size=512", env=NOWHERE
+    )
+    assert done.returncode == 1 and "no answer" in done.stderr  # got as far as the service
+
+
+def test_an_empty_token_does_not_fall_back_to_the_environment(
+    tracesets: Run, api: httpx.Client
+) -> None:
+    done = tracesets("list", "--token", "")
+    assert done.returncode == 2 and "--token is empty" in done.stderr
+
+
+def test_delete_tries_every_id_and_reports_each(tracesets: Run, api: httpx.Client) -> None:
+    first = upload(api, {"rank0.json": b"x"}, name="first")["id"]
+    second = upload(api, {"rank0.json": b"x"}, name="second")["id"]
+    done = tracesets("delete", first, "no-such-traceset", second)
+    assert done.returncode == 1
+    assert done.stdout.splitlines() == [f"deleted {first}", f"deleted {second}"]
+    assert "not deleted no-such-traceset" in done.stderr and "1 of 3 not deleted" in done.stderr
+    assert api.get("/api/v1/tracesets").json()["items"] == []
+
+
+def test_show_prints_the_inspection(tracesets: Run, api: httpx.Client) -> None:
+    files = {
+        "rank0.json": kineto_trace(0, 4),
+        "rank1.json": kineto_trace(1, 4),
+        "copy/rank1.json": kineto_trace(1, 4),
+    }
+    traceset_id = upload(api, files, {"shape": {"rankCount": 4}})["id"]
+    inspected(api, traceset_id)
+    lines = ok(tracesets("show", traceset_id)).stdout.splitlines()
+    assert "inspection: done" in lines
+    assert "  world size: 4" in lines and "  ranks found: 0-1" in lines
+    assert "  missing ranks: 2-3" in lines
+    assert "  duplicated ranks: rank 1 (2 files)" in lines
+    assert any(line.startswith("  warning: 2 of 4 declared ranks have no trace") for line in lines)
+
+
+def test_show_of_a_traceset_without_traces_says_there_is_no_inspection(
+    tracesets: Run, api: httpx.Client
+) -> None:
+    created = api.post(
+        "/api/v1/tracesets/upload-url",
+        json={"name": "notes", "files": [{"name": "notes.txt", "size": 1, "role": "supporting"}]},
+    ).json()
+    send(created["uploads"][0], b"x")
+    traceset_id = created["tracesetId"]
+    assert api.post(f"/api/v1/tracesets/{traceset_id}/complete").status_code == 200
+    done = ok(tracesets("show", traceset_id))
+    assert "inspection: none" in done.stdout
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        [],
+        ["upload"],
+        ["list"],
+        ["show"],
+        ["promote"],
+        ["download"],
+        ["delete"],
+        ["inspect"],
+        ["serve"],
+        ["token"],
+        ["token", "create"],
+        ["token", "list"],
+        ["token", "revoke"],
+    ],
+)
+def test_help_in_80_columns_cuts_nothing(command: list[str]) -> None:
+    done = ok(run_tracesets(*command, "--help", env={"COLUMNS": "80"}))
+    assert "…" not in done.stdout
+    assert not re.search(r"\w\.\.\.$", done.stdout, re.MULTILINE), done.stdout
+    if command == ["upload"]:
+        assert "shape.global_batch_size=512" in done.stdout
+
+
+def test_sizes_are_decimal_units(tracesets: Run, api: httpx.Client) -> None:
+    traceset_id = upload(api, {"rank0.json": b"x" * 4_194_304})["id"]
+    shown = ok(tracesets("show", traceset_id)).stdout
+    assert "4.2 MB" in shown and "MiB" not in shown
+    assert json.loads(ok(tracesets("show", traceset_id, "--json")).stdout)["id"] == traceset_id

@@ -1,0 +1,167 @@
+"""Waiting for the service to read the traces, and a bad token found before any hashing."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.inspection.kineto_writer import kineto_trace
+from tests.server import ServerProcess
+from tracesets import AsyncClient, Client, ClientError
+from tracesets.problems import Problem
+
+
+def traces(root: Path, ranks: range, world_size: int) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    for rank in ranks:
+        (root / f"rank{rank}.json").write_bytes(kineto_trace(rank, world_size))
+    return root
+
+
+def test_upload_with_wait_returns_the_inspected_traceset(
+    server: ServerProcess, workspace_token: str, tmp_path: Path
+) -> None:
+    with Client(server.url, workspace_token) as client:
+        done = client.upload(
+            traces(tmp_path / "run", range(2), 8),
+            name="two of eight",
+            workload_metadata={"shape": {"rankCount": 8}},
+            wait=60,
+        )
+        assert done.inspection is not None and done.inspection.status == "done"
+        assert done.inspection.missingRankCount == 6
+        promoted = client.promote_traceset(done.id)
+    assert promoted.warnings == done.inspection.warnings
+    assert any("6 of 8 declared ranks have no trace" in w for w in promoted.warnings)
+
+
+def test_wait_for_inspection_after_a_plain_upload(
+    server: ServerProcess, workspace_token: str, tmp_path: Path
+) -> None:
+    async def run() -> None:
+        async with AsyncClient(server.url, workspace_token) as client:
+            ready = await client.upload(
+                traces(tmp_path / "run", range(4), 4),
+                name="four",
+                workload_metadata={"shape": {"rankCount": 4}},
+            )
+            done = await client.wait_for_inspection(ready.id)
+            assert done.inspection is not None and done.inspection.status == "done"
+            assert done.inspection.ranksFound == [0, 1, 2, 3]
+
+    asyncio.run(run())
+
+
+def _traceset(inspection_status: str | None) -> dict[str, Any]:
+    now = datetime.now(UTC).isoformat()
+    inspection: dict[str, Any] | None = None
+    if inspection_status is not None:
+        inspection = {
+            "status": inspection_status,
+            "ranksFound": [],
+            "worldSize": None,
+            "worldSizes": [],
+            "missingRanks": [],
+            "missingRankCount": 0,
+            "duplicateRanks": [],
+            "unreadable": [],
+            "warnings": [],
+            "files": [],
+        }
+    return {
+        "id": "t1",
+        "name": "n",
+        "description": None,
+        "status": "ready",
+        "createdAt": now,
+        "updatedAt": now,
+        "promotedAt": None,
+        "files": [],
+        "workloadMetadata": None,
+        "rankCountDerived": None,
+        "inspection": inspection,
+    }
+
+
+def _answering(statuses: list[str | None]) -> tuple[Client, list[str]]:
+    """A client whose service answers GETs of a traceset with these inspection statuses."""
+    seen: list[str] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request.url.path)
+        status = statuses[min(len(seen), len(statuses)) - 1]
+        return httpx.Response(200, json=_traceset(status))
+
+    return Client("http://tracesets.test", "t", transport=httpx.MockTransport(answer)), seen
+
+
+def test_wait_for_inspection_polls_until_it_is_no_longer_pending() -> None:
+    client, seen = _answering(["pending", "pending", "done"])
+    done = client.wait_for_inspection("t1", interval=0)
+    assert done.inspection is not None and done.inspection.status == "done"
+    assert seen == ["/api/v1/tracesets/t1"] * 3
+
+
+def test_wait_for_inspection_is_bounded() -> None:
+    client, seen = _answering(["pending"])
+    with pytest.raises(ClientError, match="still being inspected after 0 s"):
+        client.wait_for_inspection("t1", timeout=0)
+    assert len(seen) == 1
+
+
+def test_a_traceset_without_inspection_is_returned_at_once() -> None:
+    client, seen = _answering([None])
+    assert client.wait_for_inspection("t1").inspection is None and len(seen) == 1
+
+
+def test_a_wrong_token_is_refused_before_any_file_is_hashed(
+    server: ServerProcess, tmp_path: Path
+) -> None:
+    hashed: list[int] = []
+    with pytest.raises(ClientError) as caught:
+        Client(server.url, "tsk_not-a-token").upload(
+            traces(tmp_path, range(1), 1),
+            name="n",
+            workload_metadata={"shape": {"rankCount": 1}},
+            hash_progress=lambda done, total: hashed.append(done),
+        )
+    assert caught.value.status == 401 and hashed == []
+
+
+def test_a_token_without_write_is_refused_before_any_file_is_hashed(
+    server: ServerProcess, tmp_path: Path
+) -> None:
+    made = server.cli(
+        "token",
+        "create",
+        "--workspace",
+        "ro",
+        "--scope",
+        "read",
+        "--data-dir",
+        str(server.data_dir),
+    )
+    assert made.returncode == 0, made.stderr
+    hashed: list[int] = []
+    with pytest.raises(ClientError) as caught:
+        Client(server.url, made.stdout.strip()).upload(
+            traces(tmp_path, range(1), 1),
+            name="n",
+            workload_metadata={"shape": {"rankCount": 1}},
+            hash_progress=lambda done, total: hashed.append(done),
+        )
+    assert caught.value.status == 403 and hashed == []
+
+
+def test_str_of_a_client_error_gives_every_problem_a_line() -> None:
+    error = ClientError(
+        "a must be 1",
+        problems=[Problem("a", 2, "a must be 1"), Problem("files[0].size", -1, "too small")],
+    )
+    assert str(error) == "a must be 1\nfiles[0].size: too small"
+    assert [p.member for p in error.problems] == ["a", "files[0].size"]
