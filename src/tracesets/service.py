@@ -29,9 +29,14 @@ from tracesets.db.queries import ListFilter
 from tracesets.inspection_queue import inspection_warnings
 from tracesets.jsontext import JsonValue
 from tracesets.problems import Conflict, InvalidRequest, NotFound, Problem, Unprocessable
-from tracesets.records import Traceset
+from tracesets.records import StoredFile, Traceset
 from tracesets.storage.base import BlobStore, UploadIncomplete, UploadPlan
-from tracesets.uploadrequest import UploadRequest, read_upload_request
+from tracesets.uploadrequest import (
+    FileSpec,
+    UploadRequest,
+    read_file_additions,
+    read_upload_request,
+)
 
 IDEMPOTENCY_WINDOW = timedelta(hours=24)
 log = logging.getLogger("tracesets")
@@ -99,6 +104,24 @@ def parse_body(body: bytes) -> JsonValue:
 
 def _not_found(traceset_id: str) -> NotFound:
     return NotFound.of([Problem("id", traceset_id, f"No traceset {traceset_id} in this workspace")])
+
+
+def _refuse_redeclared(specs: list[FileSpec], earlier: dict[str, StoredFile]) -> None:
+    """A name the traceset holds may be declared again only exactly as it was."""
+    conflicts = [
+        Problem(
+            f"files[{index}].name",
+            spec.name,
+            f'files[{index}].name "{spec.name}" is already in this traceset with another '
+            f"size, role or sha256",
+        )
+        for index, spec in enumerate(specs)
+        if (stored := earlier.get(spec.name)) is not None
+        and (stored.size, stored.role, stored.sha256_declared)
+        != (spec.size, spec.role, spec.sha256)
+    ]
+    if conflicts:
+        raise Conflict.of(conflicts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,12 +274,20 @@ class TracesetService:
         traceset = self.get(workspace, traceset_id)
         if traceset.status != "pending":
             return UploadStatus(traceset, [f.name for f in traceset.files], [])
+        received, uploads = self._targets(traceset.id, traceset.seq, traceset.files, base_url)
+        return UploadStatus(traceset, received, uploads)
+
+    def _targets(
+        self, traceset_id: str, seq: int, stored: list[StoredFile], base_url: str
+    ) -> tuple[list[str], list[UploadTarget]]:
+        """Of ``stored``: the names whose bytes are all in the store, and an upload entry for
+        every other file. A multipart upload the store had to start afresh is recorded."""
         received: list[str] = []
         uploads: list[UploadTarget] = []
         restarted: list[tuple[int, UploadPlan]] = []
-        for f in traceset.files:
+        for f in stored:
             plan = self.store.resume_upload(
-                blob_key(traceset.id, f.idx),
+                blob_key(traceset_id, f.idx),
                 size=f.size,
                 sha256=f.sha256_declared,
                 upload_id=f.upload_id,
@@ -273,13 +304,60 @@ class TracesetService:
             with self.db.write() as conn:
                 for idx, plan in restarted:
                     queries.set_upload(
-                        conn,
-                        seq=traceset.seq,
-                        idx=idx,
-                        upload_id=plan.upload_id,
-                        part_size=plan.part_size,
+                        conn, seq=seq, idx=idx, upload_id=plan.upload_id, part_size=plan.part_size
                     )
-        return UploadStatus(traceset, received, uploads)
+        return received, uploads
+
+    def add_files(
+        self, workspace: str, traceset_id: str, body: bytes, base_url: str
+    ) -> list[UploadTarget]:
+        """Declare more files of a pending traceset and answer an upload entry for each.
+
+        A file declared again exactly as before (a retried rank) is answered again, its
+        missing bytes only; one whose bytes have all arrived has nothing left to send and
+        gets no entry. Indices are taken under the traceset's lock, so any number of
+        concurrent requests each get their own.
+        """
+        specs = read_file_additions(parse_body(body), max_files=self.limits.max_files)
+
+        def add(conn: Connection) -> tuple[int, list[StoredFile]]:
+            locked = queries.lock_traceset(conn, workspace=workspace, traceset_id=traceset_id)
+            if locked is None:
+                raise _not_found(traceset_id)
+            seq, status = locked
+            if status != "pending":
+                raise Conflict.of(
+                    [
+                        Problem(
+                            "status",
+                            status,
+                            f"Files can be added only while a traceset is pending; this one "
+                            f"is {status}: upload a new traceset instead",
+                        )
+                    ]
+                )
+            earlier = queries.files_named(conn, seq=seq, names=[f.name for f in specs])
+            _refuse_redeclared(specs, earlier)
+            new = [f for f in specs if f.name not in earlier]
+            first = queries.file_count(conn, seq=seq)
+            if first + len(new) > self.limits.max_files:
+                raise Conflict.of(
+                    [
+                        Problem(
+                            "files",
+                            len(new),
+                            f"This traceset declares {first:,} files; {len(new):,} more would "
+                            f"exceed the limit of {self.limits.max_files:,} files",
+                        )
+                    ]
+                )
+            added = {
+                f.name: f for f in queries.insert_files(conn, seq=seq, specs=new, first_idx=first)
+            }
+            return seq, [earlier.get(f.name) or added[f.name] for f in specs]
+
+        seq, stored = self.db.write_soon(add)
+        return self._targets(traceset_id, seq, stored, base_url)[1]
 
     def complete(self, workspace: str, traceset_id: str) -> Traceset:
         traceset = self.get(workspace, traceset_id)
@@ -308,6 +386,15 @@ class TracesetService:
                 raise _not_found(traceset_id)
             queued = False
             if current.status == "pending":
+                # Files declared while the others were being checked have not been.
+                late = [f for f in current.files if f.idx not in digests]
+                if late:
+                    raise Conflict.of(
+                        [
+                            Problem(f"files[{f.idx}]", f.name, f"{f.name} has not been received")
+                            for f in late
+                        ]
+                    )
                 for idx, digest in digests.items():
                     queries.mark_received(conn, seq=current.seq, idx=idx, sha256=digest, now=now)
                     queries.set_upload(

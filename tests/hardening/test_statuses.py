@@ -87,6 +87,11 @@ ROUTES: dict[str, Callable[[Reach], Request]] = {
         {"json": {"name": "n", "files": [spec("a", b"x")], "workloadMetadata": RANKS_8}},
     ),
     "get_upload_status": lambda r: ("GET", f"/api/v1/tracesets/{r.pending()}/uploads", {}),
+    "add_files": lambda r: (
+        "POST",
+        f"/api/v1/tracesets/{r.pending()}/files",
+        {"json": {"files": [spec("rank1.json", b"x")]}},
+    ),
     "complete_traceset": lambda r: ("POST", f"/api/v1/tracesets/{r.ready()}/complete", {}),
     "get_traceset": lambda r: ("GET", f"/api/v1/tracesets/{r.ready()}", {}),
     "delete_traceset": lambda r: ("DELETE", f"/api/v1/tracesets/{r.ready()}", {}),
@@ -100,6 +105,7 @@ ROUTES: dict[str, Callable[[Reach], Request]] = {
 OTHER_SCOPE = {
     "request_upload_urls": "read",
     "complete_traceset": "read",
+    "add_files": "read",
     "delete_traceset": "read",
     "promote_traceset": "read",
     "get_upload_status": "promote",
@@ -174,6 +180,17 @@ TABLE: dict[tuple[str, int], Callable[[Reach], httpx.Response]] = {
         r, ("POST", "/api/v1/tracesets/upload-url", {"content": HUGE})
     ),
     ("request_upload_urls", 422): idempotency_conflict,
+    ("add_files", 201): lambda r: _send(r, ROUTES["add_files"](r)),
+    ("add_files", 400): lambda r: _send(
+        r, ("POST", f"/api/v1/tracesets/{r.pending()}/files", {"json": {"files": []}})
+    ),
+    ("add_files", 409): lambda r: _send(
+        r,
+        ("POST", f"/api/v1/tracesets/{r.ready()}/files", {"json": {"files": [spec("b", b"x")]}}),
+    ),
+    ("add_files", 413): lambda r: _send(
+        r, ("POST", f"/api/v1/tracesets/{r.pending()}/files", {"content": HUGE})
+    ),
     ("get_upload_status", 200): lambda r: _send(r, ROUTES["get_upload_status"](r)),
     ("complete_traceset", 200): lambda r: _send(r, ROUTES["complete_traceset"](r)),
     ("complete_traceset", 409): lambda r: _send(
