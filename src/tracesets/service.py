@@ -22,7 +22,7 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
 
-from tracesets import jsontext, promotion
+from tracesets import jsontext, promotion, workload
 from tracesets.db import queries
 from tracesets.db.engine import Database
 from tracesets.db.queries import ListFilter
@@ -324,7 +324,7 @@ class TracesetService:
             locked = queries.lock_traceset(conn, workspace=workspace, traceset_id=traceset_id)
             if locked is None:
                 raise _not_found(traceset_id)
-            seq, status = locked
+            seq, status, rank_count = locked
             if status != "pending":
                 raise Conflict.of(
                     [
@@ -333,6 +333,17 @@ class TracesetService:
                             status,
                             f"Files can be added only while a traceset is pending; this one "
                             f"is {status}: upload a new traceset instead",
+                        )
+                    ]
+                )
+            if rank_count is None and any(f.role == "primary" for f in specs):
+                raise Conflict.of(
+                    [
+                        Problem(
+                            "files",
+                            [f.name for f in specs if f.role == "primary"],
+                            f"This traceset declares no rank count, so it cannot take primary "
+                            f"files. {workload.MISSING_RANK_COUNT}",
                         )
                     ]
                 )

@@ -128,6 +128,17 @@ def test_only_a_pending_traceset_takes_files(api: httpx.Client) -> None:
     assert add(api, "0" * 32, spec("rank0.json", b"zero")).status_code == 404
 
 
+def test_primary_files_need_the_rank_count_upload_url_asks_for(api: httpx.Client) -> None:
+    body = {"name": "no rank count", "files": [spec("notes.txt", b"n", role="supporting")]}
+    created = api.post("/api/v1/tracesets/upload-url", json=body).json()
+    answer = add(api, created["tracesetId"], spec("rank0.json", b"zero"))
+    assert answer.status_code == 409
+    assert "must declare a rank count" in problems(answer)[0]["message"]
+    assert (
+        add(api, created["tracesetId"], spec("log.txt", b"l", role="supporting")).status_code == 201
+    )
+
+
 def test_a_read_token_cannot_add(server: ServerProcess, api: httpx.Client) -> None:
     traceset_id = pending(api)
     done = server.cli("token", "create", "--scope", "read", "--data-dir", str(server.data_dir))

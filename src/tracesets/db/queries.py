@@ -109,13 +109,13 @@ def lock_traceset(
     """(seq, status) of a traceset, its row locked until the transaction ends (PostgreSQL;
     SQLite's write transaction is already exclusive): the files added under this lock
     take the next indices without colliding, and ``complete`` waits for them."""
-    query = select(tracesets.c.seq, tracesets.c.status).where(
+    query = select(tracesets.c.seq, tracesets.c.status, tracesets.c.rank_count).where(
         tracesets.c.id == traceset_id, tracesets.c.workspace == workspace
     )
     if conn.dialect.name != "sqlite":
         query = query.with_for_update()
     row = conn.execute(query).one_or_none()
-    return None if row is None else (row.seq, row.status)
+    return None if row is None else (row.seq, row.status, row.rank_count)
 
 
 #: Names compared per statement, well under every backend's limit on bound parameters.
