@@ -105,8 +105,8 @@ def insert_traceset(
 
 def lock_traceset(
     conn: Connection, *, workspace: str, traceset_id: str
-) -> tuple[int, Status] | None:
-    """(seq, status) of a traceset, its row locked until the transaction ends (PostgreSQL;
+) -> tuple[int, Status, int | None] | None:
+    """(seq, status, rank count) of a traceset, its row locked until the transaction ends (PostgreSQL;
     SQLite's write transaction is already exclusive): the files added under this lock
     take the next indices without colliding, and ``complete`` waits for them."""
     query = select(tracesets.c.seq, tracesets.c.status, tracesets.c.rank_count).where(
