@@ -15,8 +15,12 @@ from tracesets.cli import metadata, options
 from tracesets.cli.output import say, size, warn
 from tracesets.cli.progress import display
 from tracesets.cli.upload import summary
-from tracesets.client import ClientError, ProgressCallback, Traceset
+from tracesets.client import Client, ClientError, ProgressCallback, Traceset
 from tracesets.client.progress import ProgressCounter
+from tracesets.jobs import missing_ranks, ranges
+
+#: A declared rank count above this is not checked rank by rank.
+MAX_RANKS_LISTED = 1 << 20
 
 TracesetId = Annotated[str, typer.Argument(help="The traceset's id.", show_default=False)]
 
@@ -38,10 +42,14 @@ def show(
     """Print a traceset: its status, rank count, files and workload metadata."""
     with options.client(url, token) as client:
         traceset = client.get_traceset(traceset_id)
+        missing = _missing_ranks(client, traceset) if not as_json else None
     if as_json:
         say(traceset.model_dump_json(indent=2))
         return
     say(summary(traceset))
+    if missing:
+        count = traceset.rankCountDerived
+        say(f"missing ranks ({len(missing)} of {count}): {ranges(missing)}")
     say(
         f"created {traceset.createdAt.isoformat()}"
         + (f", promoted {traceset.promotedAt.isoformat()}" if traceset.promotedAt else "")
@@ -52,6 +60,18 @@ def show(
         arrived = "" if file.received else "  (not received)"
         say(f"  {file.role:<10} {size(file.size):>10}  {file.name}{arrived}")
     say("workloadMetadata: " + _json(traceset.workloadMetadata))
+
+
+def _missing_ranks(client: Client, traceset: Traceset) -> list[int] | None:
+    """The ranks of a pending traceset whose trace has not arrived (by file name)."""
+    count = traceset.rankCountDerived
+    if traceset.status != "pending" or count is None or count > MAX_RANKS_LISTED:
+        return None
+    try:  # the store's word: with S3 the service learns of arrivals only when asked
+        received = client.upload_status(traceset.id).received
+    except ClientError:
+        received = [f.name for f in traceset.files if f.received]
+    return missing_ranks(received, count)
 
 
 def list_(

@@ -43,6 +43,7 @@ from tracesets.client.models import (
 from tracesets.client.progress import ProgressCallback, ProgressCounter
 from tracesets.client.retry import RetryPolicy
 from tracesets.client.state import UploadState, fingerprint
+from tracesets.uploadrequest import Role
 
 USER_AGENT = f"tracesets-python/{__version__}"
 
@@ -185,6 +186,52 @@ class Client:
             expect=201,
         )
         return protocol.parse(UploadUrlResponse, response, "upload-url")
+
+    def add_files(self, traceset_id: str, files: Sequence[protocol.FileEntry]) -> UploadUrlResponse:
+        """Declare more files of a pending traceset; an upload entry for each still to send.
+
+        Declaring a file again exactly as before is harmless (a retry answers what is left
+        of it), so this is safe to retry as a whole.
+        """
+        response = self._call(
+            "POST",
+            protocol.traceset_path(traceset_id, "files"),
+            "add files",
+            body=protocol.add_files_body(files),
+            expect=201,
+        )
+        return protocol.parse(UploadUrlResponse, response, "add files")
+
+    def send_file(
+        self,
+        traceset_id: str,
+        path: PathLike,
+        *,
+        name: str,
+        role: Role = "primary",
+        progress: ProgressCallback | None = None,
+    ) -> None:
+        """Add one local file to a pending traceset as ``name`` and send its bytes; the
+        traceset stays pending (others may still be adding theirs)."""
+        local = Path(path)
+        [file] = self._hash([LocalFile(local, name, local.stat().st_size, role)], None)
+        created = self.add_files(traceset_id, [file.spec()])
+        self.send_uploads(traceset_id, [file], created.uploads, progress)
+
+    def send_uploads(
+        self,
+        traceset_id: str,
+        files: list[LocalFile],
+        uploads: Sequence[UploadTarget],
+        progress: ProgressCallback | None = None,
+    ) -> None:
+        """PUT the bytes of ``files`` as ``uploads`` say, ``concurrency`` at a time."""
+        try:
+            puts = plan(files, uploads)
+            self._put_all(puts, ProgressCounter(sum(p.length for p in puts), progress))
+        except ClientError as error:
+            error.traceset_id = traceset_id
+            raise
 
     def upload(
         self,
