@@ -32,13 +32,28 @@ class JobError(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
+class FirstFile:
+    """A rank's trace every rank declares alike (its name, size and sha256 were shared,
+    e.g. by a broadcast), so the traceset holds traces only."""
+
+    name: str
+    size: int
+    sha256: str
+
+
+@dataclass(frozen=True, slots=True)
 class Job:
-    """What every rank of one job knows alike."""
+    """What every rank of one job knows alike.
+
+    The traceset is created with one file: ``first`` when the ranks could share it,
+    else the job file (``job.json``, bytes every rank builds alike).
+    """
 
     key: str
     world_size: int
     parallelism: Mapping[str, int] = field(default_factory=dict)
     name: str | None = None
+    first: FirstFile | None = None
 
     def __post_init__(self) -> None:
         if not self.key:
@@ -74,17 +89,25 @@ class Job:
         return declared
 
     def upload_url_body(self) -> dict[str, Any]:
-        manifest = self.manifest()
+        if self.first is not None:
+            first = self.first
+            entry = {
+                "name": first.name,
+                "size": first.size,
+                "role": "primary",
+                "sha256": first.sha256,
+            }
+        else:
+            manifest = self.manifest()
+            entry = {
+                "name": MANIFEST_NAME,
+                "size": len(manifest),
+                "role": "supporting",
+                "sha256": hashlib.sha256(manifest).hexdigest(),
+            }
         return {
             "name": self.name or f"Training job {self.key}",
-            "files": [
-                {
-                    "name": MANIFEST_NAME,
-                    "size": len(manifest),
-                    "role": "supporting",
-                    "sha256": hashlib.sha256(manifest).hexdigest(),
-                }
-            ],
+            "files": [entry],
             "workloadMetadata": self.metadata(),
         }
 

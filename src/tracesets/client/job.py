@@ -18,6 +18,7 @@ from pathlib import Path
 
 from tracesets.client.errors import ClientError
 from tracesets.client.files import LocalFile, PathLike
+from tracesets.client.models import UploadUrlResponse
 from tracesets.client.sync import Client
 from tracesets.jobs import MANIFEST_NAME, Job, missing_ranks, rank_file_name
 
@@ -32,16 +33,21 @@ class RankUpload:
     missing: list[int]  # the ranks whose trace has not arrived yet
 
 
-def join(client: Client, job: Job) -> str:
-    """The id of the job's traceset, created by whichever rank asks first."""
+def _create(client: Client, job: Job) -> UploadUrlResponse:
     body = job.upload_url_body()
-    created = client.request_upload_urls(
+    return client.request_upload_urls(
         name=body["name"],
         files=body["files"],
         workload_metadata=body["workloadMetadata"],
         idempotency_key=job.idempotency_key,
     )
-    if created.uploads:  # the job file has not arrived: any rank may send it, bytes alike
+
+
+def join(client: Client, job: Job) -> str:
+    """The id of the job's traceset, created by whichever rank asks first; the job file
+    sent if it is the first file and has not arrived."""
+    created = _create(client, job)
+    if job.first is None and created.uploads:  # any rank may send it: the bytes are alike
         with tempfile.TemporaryDirectory(prefix="tracesets-job-") as scratch:
             manifest = job.manifest()
             path = Path(scratch) / MANIFEST_NAME
@@ -68,8 +74,15 @@ def upload_rank(
     """Send this rank's trace into the job's traceset (joined unless ``traceset_id`` is
     given), then complete it if it was the last to arrive."""
     name = rank_file_name(rank, job.world_size, Path(path).name)
-    traceset_id = traceset_id or join(client, job)
-    client.send_file(traceset_id, path, name=name)
+    if job.first is not None and job.first.name == name and traceset_id is None:
+        # This rank's trace is the one the traceset was created with: send it as answered.
+        created = _create(client, job)
+        traceset_id = created.tracesetId
+        mine = LocalFile(Path(path), name, job.first.size, "primary", job.first.sha256)
+        client.send_uploads(traceset_id, [mine], [u for u in created.uploads if u.name == name])
+    else:
+        traceset_id = traceset_id or join(client, job)
+        client.send_file(traceset_id, path, name=name)
     status, missing = finish_if_complete(client, traceset_id, job.world_size)
     return RankUpload(traceset_id, name, status, missing)
 
