@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any, Final
 
-from tracesets import jsontext
+from tracesets import jsontext, workload
 from tracesets.inspection.names import rank_in_name
 
 #: Where a launcher says which job a process belongs to, in the order they are tried.
@@ -67,6 +67,9 @@ class Job:
             raise JobError(
                 f"Unknown parallelism degree(s) {', '.join(unknown)}; use {', '.join(DEGREES)}"
             )
+        refused = workload.check_rank_count(self.metadata(), has_primary_files=True).problems
+        if refused:
+            raise JobError(refused[0].message)
 
     @property
     def idempotency_key(self) -> str:
@@ -77,7 +80,7 @@ class Job:
         """The job file's bytes: the same on every rank."""
         described: dict[str, Any] = {"jobKey": self.key, "worldSize": self.world_size}
         if self.parallelism:
-            described["parallelism"] = dict(self.parallelism)
+            described["parallelism"] = self.metadata()["parallelism"]
         return jsontext.dumps(described)
 
     def metadata(self) -> dict[str, Any]:
