@@ -59,3 +59,27 @@ def test_a_rank_step_says_what_is_missing_before_sending(tracesets: Run, tmp_pat
     )
     assert done.returncode == 1 and "must equal the product" in done.stderr
     assert as_json(tracesets("list", "--json")) == []
+
+
+def test_add_files_sends_more_files_into_a_pending_traceset(tracesets: Run, tmp_path: Path) -> None:
+    first = tmp_path / "rank0.json"
+    first.write_bytes(kineto_trace(0, 2, size=2_000, seed=0))
+    step = ["--job-key", "k-" + secrets.token_hex(4), "--world-size", "2", "--rank", "0"]
+    traceset_id = ok(tracesets("upload", first, *step)).stdout.split()[0]
+    more = tmp_path / "more"
+    more.mkdir()
+    (more / "rank1.json").write_bytes(kineto_trace(1, 2, size=2_000, seed=1))
+    (tmp_path / "train.log").write_text("step 1\n")
+    added = ok(tracesets("add-files", traceset_id, more, "--supporting", tmp_path / "train.log"))
+    assert "added 2 files" in added.stdout and "pending" in added.stdout
+    again = ok(tracesets("add-files", traceset_id, more, "--complete"))
+    assert "ready, 4 files" in again.stdout
+    traceset = as_json(tracesets("show", traceset_id, "--json"))
+    assert {f["name"]: f["role"] for f in traceset["files"]} == {
+        "job.json": "supporting",
+        "rank0.json": "primary",
+        "rank1.json": "primary",
+        "train.log": "supporting",
+    }
+    refused = tracesets("add-files", traceset_id, more)
+    assert refused.returncode == 1 and "only while a traceset is pending" in refused.stderr

@@ -11,7 +11,7 @@ import sys
 
 import typer
 
-from tracesets.cli import inspect, server, tracesets, upload
+from tracesets.cli import add, inspect, server, tracesets, upload
 from tracesets.cli.output import REFUSED, error_lines, warn
 from tracesets.client import ClientError
 
@@ -25,6 +25,7 @@ app = typer.Typer(
 token_app = typer.Typer(help="Manage the bearer tokens of workspaces.", no_args_is_help=True)
 
 app.command("upload")(upload.upload)
+app.command("add-files")(add.add_files)
 app.command("list")(tracesets.list_)
 app.command("show")(tracesets.show)
 app.command("promote")(tracesets.promote)

@@ -214,9 +214,21 @@ class Client:
         """Add one local file to a pending traceset as ``name`` and send its bytes; the
         traceset stays pending (others may still be adding theirs)."""
         local = Path(path)
-        [file] = self._hash([LocalFile(local, name, local.stat().st_size, role)], None)
-        created = self.add_files(traceset_id, [file.spec()])
-        self.send_uploads(traceset_id, [file], created.uploads, progress)
+        self.add_local_files(
+            traceset_id, [LocalFile(local, name, local.stat().st_size, role)], progress
+        )
+
+    def add_local_files(
+        self,
+        traceset_id: str,
+        files: list[LocalFile],
+        progress: ProgressCallback | None = None,
+    ) -> None:
+        """Hash ``files`` (as ``collect`` finds them), add them to a pending traceset in one
+        request and send what is left of each; the traceset stays pending."""
+        files = self._hash(files, None)
+        created = self.add_files(traceset_id, [f.spec() for f in files])
+        self.send_uploads(traceset_id, files, created.uploads, progress)
 
     def send_uploads(
         self,
