@@ -318,10 +318,16 @@ class TracesetService:
         gets no entry. Indices are taken under the traceset's lock, so any number of
         concurrent requests each get their own.
         """
-        specs = read_file_additions(parse_body(body), max_files=self.limits.max_files)
+        parsed = parse_body(body)
+        with self.db.read() as conn:  # another workspace's traceset is 404 whatever the body
+            if queries.traceset_state(conn, workspace=workspace, traceset_id=traceset_id) is None:
+                raise _not_found(traceset_id)
+        specs = read_file_additions(parsed, max_files=self.limits.max_files)
 
         def add(conn: Connection) -> tuple[int, list[StoredFile]]:
-            locked = queries.lock_traceset(conn, workspace=workspace, traceset_id=traceset_id)
+            locked = queries.traceset_state(
+                conn, workspace=workspace, traceset_id=traceset_id, lock=True
+            )
             if locked is None:
                 raise _not_found(traceset_id)
             seq, status, rank_count = locked

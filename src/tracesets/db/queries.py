@@ -103,16 +103,17 @@ def insert_traceset(
     )
 
 
-def lock_traceset(
-    conn: Connection, *, workspace: str, traceset_id: str
+def traceset_state(
+    conn: Connection, *, workspace: str, traceset_id: str, lock: bool = False
 ) -> tuple[int, Status, int | None] | None:
-    """(seq, status, rank count) of a traceset, its row locked until the transaction ends (PostgreSQL;
-    SQLite's write transaction is already exclusive): the files added under this lock
-    take the next indices without colliding, and ``complete`` waits for them."""
+    """(seq, status, rank count) of a traceset, without its files. With ``lock`` its row
+    stays locked until the transaction ends (PostgreSQL; SQLite's write transaction is
+    already exclusive): files added under the lock take the next indices without
+    colliding, and ``complete`` waits for them."""
     query = select(tracesets.c.seq, tracesets.c.status, tracesets.c.rank_count).where(
         tracesets.c.id == traceset_id, tracesets.c.workspace == workspace
     )
-    if conn.dialect.name != "sqlite":
+    if lock and conn.dialect.name != "sqlite":
         query = query.with_for_update()
     row = conn.execute(query).one_or_none()
     return None if row is None else (row.seq, row.status, row.rank_count)
