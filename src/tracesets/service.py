@@ -278,21 +278,34 @@ class TracesetService:
         return UploadStatus(traceset, received, uploads)
 
     def _targets(
-        self, traceset_id: str, seq: int, stored: list[StoredFile], base_url: str
+        self,
+        traceset_id: str,
+        seq: int,
+        stored: list[StoredFile],
+        base_url: str,
+        new: frozenset[int] = frozenset(),
     ) -> tuple[list[str], list[UploadTarget]]:
         """Of ``stored``: the names whose bytes are all in the store, and an upload entry for
-        every other file. A multipart upload the store had to start afresh is recorded."""
+        every other file. Files of index in ``new`` were just declared: the store is not
+        asked what it holds of them. A multipart upload started here is recorded."""
         received: list[str] = []
         uploads: list[UploadTarget] = []
         restarted: list[tuple[int, UploadPlan]] = []
         for f in stored:
-            plan = self.store.resume_upload(
-                blob_key(traceset_id, f.idx),
-                size=f.size,
-                sha256=f.sha256_declared,
-                upload_id=f.upload_id,
-                part_size=f.part_size,
-                base_url=base_url,
+            key = blob_key(traceset_id, f.idx)
+            plan = (
+                self.store.plan_upload(
+                    key, size=f.size, sha256=f.sha256_declared, base_url=base_url
+                )
+                if f.idx in new
+                else self.store.resume_upload(
+                    key,
+                    size=f.size,
+                    sha256=f.sha256_declared,
+                    upload_id=f.upload_id,
+                    part_size=f.part_size,
+                    base_url=base_url,
+                )
             )
             if plan is None:
                 received.append(f.name)
@@ -324,7 +337,7 @@ class TracesetService:
                 raise _not_found(traceset_id)
         specs = read_file_additions(parsed, max_files=self.limits.max_files)
 
-        def add(conn: Connection) -> tuple[int, list[StoredFile]]:
+        def add(conn: Connection) -> tuple[int, list[StoredFile], frozenset[int]]:
             locked = queries.traceset_state(
                 conn, workspace=workspace, traceset_id=traceset_id, lock=True
             )
@@ -371,10 +384,11 @@ class TracesetService:
             added = {
                 f.name: f for f in queries.insert_files(conn, seq=seq, specs=new, first_idx=first)
             }
-            return seq, [earlier.get(f.name) or added[f.name] for f in specs]
+            stored = [earlier.get(f.name) or added[f.name] for f in specs]
+            return seq, stored, frozenset(f.idx for f in added.values())
 
-        seq, stored = self.db.write_soon(add)
-        return self._targets(traceset_id, seq, stored, base_url)[1]
+        seq, stored, new = self.db.write_soon(add)
+        return self._targets(traceset_id, seq, stored, base_url, new)[1]
 
     def complete(self, workspace: str, traceset_id: str) -> Traceset:
         traceset = self.get(workspace, traceset_id)
