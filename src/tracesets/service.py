@@ -22,16 +22,21 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
 
-from tracesets import jsontext, promotion
+from tracesets import jsontext, promotion, workload
 from tracesets.db import queries
 from tracesets.db.engine import Database
 from tracesets.db.queries import ListFilter
 from tracesets.inspection_queue import inspection_warnings
 from tracesets.jsontext import JsonValue
 from tracesets.problems import Conflict, InvalidRequest, NotFound, Problem, Unprocessable
-from tracesets.records import Traceset
+from tracesets.records import StoredFile, Traceset
 from tracesets.storage.base import BlobStore, UploadIncomplete, UploadPlan
-from tracesets.uploadrequest import UploadRequest, read_upload_request
+from tracesets.uploadrequest import (
+    FileSpec,
+    UploadRequest,
+    read_file_additions,
+    read_upload_request,
+)
 
 IDEMPOTENCY_WINDOW = timedelta(hours=24)
 #: Rounds of complete's check-then-commit while uploads keep replacing files.
@@ -101,6 +106,24 @@ def parse_body(body: bytes) -> JsonValue:
 
 def _not_found(traceset_id: str) -> NotFound:
     return NotFound.of([Problem("id", traceset_id, f"No traceset {traceset_id} in this workspace")])
+
+
+def _refuse_redeclared(specs: list[FileSpec], earlier: dict[str, StoredFile]) -> None:
+    """A name the traceset holds may be declared again only exactly as it was."""
+    conflicts = [
+        Problem(
+            f"files[{index}].name",
+            spec.name,
+            f'files[{index}].name "{spec.name}" is already in this traceset with another '
+            f"size, role or sha256",
+        )
+        for index, spec in enumerate(specs)
+        if (stored := earlier.get(spec.name)) is not None
+        and (stored.size, stored.role, stored.sha256_declared)
+        != (spec.size, spec.role, spec.sha256)
+    ]
+    if conflicts:
+        raise Conflict.of(conflicts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,17 +295,38 @@ class TracesetService:
                 )
             ]
             return UploadStatus(traceset, arrived, [])
+        received, uploads = self._targets(traceset.id, traceset.seq, traceset.files, base_url)
+        return UploadStatus(traceset, received, uploads)
+
+    def _targets(
+        self,
+        traceset_id: str,
+        seq: int,
+        stored: list[StoredFile],
+        base_url: str,
+        new: frozenset[int] = frozenset(),
+    ) -> tuple[list[str], list[UploadTarget]]:
+        """Of ``stored``: the names whose bytes are all in the store, and an upload entry for
+        every other file. Files of index in ``new`` were just declared: the store is not
+        asked what it holds of them. A multipart upload started here is recorded."""
         received: list[str] = []
         uploads: list[UploadTarget] = []
         restarted: list[tuple[int, UploadPlan]] = []
-        for f in traceset.files:
-            plan = self.store.resume_upload(
-                blob_key(traceset.id, f.idx),
-                size=f.size,
-                sha256=f.expected_sha256,
-                upload_id=f.upload_id,
-                part_size=f.part_size,
-                base_url=base_url,
+        for f in stored:
+            key = blob_key(traceset_id, f.idx)
+            plan = (
+                self.store.plan_upload(
+                    key, size=f.size, sha256=f.expected_sha256, base_url=base_url
+                )
+                if f.idx in new
+                else self.store.resume_upload(
+                    key,
+                    size=f.size,
+                    sha256=f.expected_sha256,
+                    upload_id=f.upload_id,
+                    part_size=f.part_size,
+                    base_url=base_url,
+                )
             )
             if plan is None:
                 received.append(f.name)
@@ -294,13 +338,78 @@ class TracesetService:
             with self.db.write() as conn:
                 for idx, plan in restarted:
                     queries.set_upload(
-                        conn,
-                        seq=traceset.seq,
-                        idx=idx,
-                        upload_id=plan.upload_id,
-                        part_size=plan.part_size,
+                        conn, seq=seq, idx=idx, upload_id=plan.upload_id, part_size=plan.part_size
                     )
-        return UploadStatus(traceset, received, uploads)
+        return received, uploads
+
+    def add_files(
+        self, workspace: str, traceset_id: str, body: bytes, base_url: str
+    ) -> list[UploadTarget]:
+        """Declare more files of a pending traceset and answer an upload entry for each.
+
+        A file declared again exactly as before (a retried rank) is answered again, its
+        missing bytes only; one whose bytes have all arrived has nothing left to send and
+        gets no entry. Indices are taken under the traceset's lock, so any number of
+        concurrent requests each get their own.
+        """
+        parsed = parse_body(body)
+        with self.db.read() as conn:  # another workspace's traceset is 404 whatever the body
+            if queries.traceset_state(conn, workspace=workspace, traceset_id=traceset_id) is None:
+                raise _not_found(traceset_id)
+        specs = read_file_additions(parsed, max_files=self.limits.max_files)
+
+        def add(conn: Connection) -> tuple[int, list[StoredFile], frozenset[int]]:
+            locked = queries.traceset_state(
+                conn, workspace=workspace, traceset_id=traceset_id, lock=True
+            )
+            if locked is None:
+                raise _not_found(traceset_id)
+            seq, status, rank_count = locked
+            if status != "pending":
+                raise Conflict.of(
+                    [
+                        Problem(
+                            "status",
+                            status,
+                            f"Files can be added only while a traceset is pending; this one "
+                            f"is {status}: upload a new traceset instead",
+                        )
+                    ]
+                )
+            if rank_count is None and any(f.role == "primary" for f in specs):
+                raise Conflict.of(
+                    [
+                        Problem(
+                            "files",
+                            [f.name for f in specs if f.role == "primary"],
+                            f"This traceset declares no rank count, so it cannot take primary "
+                            f"files. {workload.MISSING_RANK_COUNT}",
+                        )
+                    ]
+                )
+            earlier = queries.files_named(conn, seq=seq, names=[f.name for f in specs])
+            _refuse_redeclared(specs, earlier)
+            new = [f for f in specs if f.name not in earlier]
+            first = queries.file_count(conn, seq=seq)
+            if first + len(new) > self.limits.max_files:
+                raise Conflict.of(
+                    [
+                        Problem(
+                            "files",
+                            len(new),
+                            f"This traceset declares {first:,} files; {len(new):,} more would "
+                            f"exceed the limit of {self.limits.max_files:,} files",
+                        )
+                    ]
+                )
+            added = {
+                f.name: f for f in queries.insert_files(conn, seq=seq, specs=new, first_idx=first)
+            }
+            stored = [earlier.get(f.name) or added[f.name] for f in specs]
+            return seq, stored, frozenset(f.idx for f in added.values())
+
+        seq, stored, new = self.db.write_soon(add)
+        return self._targets(traceset_id, seq, stored, base_url, new)[1]
 
     def complete(self, workspace: str, traceset_id: str) -> Traceset:
         """Check every file in the store, then make the traceset ready with exactly the
@@ -355,6 +464,15 @@ class TracesetService:
             if current is None:
                 raise _not_found(traceset_id)
             if current.status == "pending":
+                # Files declared while the others were being checked have not been.
+                late = [f for f in current.files if f.idx not in digests]
+                if late:
+                    raise Conflict.of(
+                        [
+                            Problem(f"files[{f.idx}]", f.name, f"{f.name} has not been received")
+                            for f in late
+                        ]
+                    )
                 if any(f.sha256 not in (None, digests[f.idx]) for f in current.files):
                     return None
                 for idx, digest in digests.items():

@@ -26,6 +26,7 @@ ROLES: Final = ("primary", "supporting")
 _SHA256: Final = re.compile(r"[0-9a-f]{64}")
 _MEMBERS: Final = frozenset({"name", "description", "files", "workloadMetadata"})
 _FILE_MEMBERS: Final = frozenset({"name", "size", "role", "sha256"})
+_ADD_MEMBERS: Final = frozenset({"files"})
 
 #: The explicit bidirectional formatting characters: embeddings, overrides, isolates and
 #: marks. They reorder or re-direct the text around them, so a name shows other than it is.
@@ -283,3 +284,20 @@ def read_upload_request(
         raise InvalidRequest.of(problems)
     assert isinstance(name, str)
     return UploadRequest(name, description, files, metadata.serialized, metadata.rank_count)
+
+
+def read_file_additions(body: JsonValue, *, max_files: int = MAX_FILES) -> list[FileSpec]:
+    """Check an add-files body (``{"files": [...]}``) by upload-url's rules for ``files``;
+    raise InvalidRequest listing every problem found. Names already in the traceset are
+    the service's to compare: only it knows them."""
+    if not isinstance(body, dict):
+        raise InvalidRequest.of([Problem("", body, "The request body must be a JSON object")])
+    problems = [
+        Problem(unknown, body[unknown], f"{unknown} is not a member of an add-files request")
+        for unknown in body
+        if unknown not in _ADD_MEMBERS
+    ]
+    files = _check_files(body.get("files"), problems, min(max_files, MAX_FILES))
+    if problems:
+        raise InvalidRequest.of(problems)
+    return files

@@ -126,6 +126,17 @@ class UploadUrlRequest(BaseModel):
     workloadMetadata: UploadWorkloadMetadata | None = None
 
 
+class AddFilesRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    files: list[UploadFileSpec] = Field(
+        min_length=1,
+        max_length=10_000,
+        description="Files to add, by upload-url's rules; names unique within the traceset, "
+        "except one declared again with the same size, role and sha256.",
+    )
+
+
 class PartTarget(BaseModel):
     partNumber: int = Field(ge=1, description="Parts are numbered from 1.")
     url: str = Field(description="Presigned URL: PUT exactly `size` bytes here, with `headers`.")

@@ -100,6 +100,11 @@ ROUTES: dict[str, Callable[[Reach], Request]] = {
         {"json": {"name": "n", "files": [spec("a", b"x")], "workloadMetadata": RANKS_8}},
     ),
     "get_upload_status": lambda r: ("GET", f"/api/v1/tracesets/{r.pending()}/uploads", {}),
+    "add_files": lambda r: (
+        "POST",
+        f"/api/v1/tracesets/{r.pending()}/files",
+        {"json": {"files": [spec("rank1.json", b"x")]}},
+    ),
     "complete_traceset": lambda r: ("POST", f"/api/v1/tracesets/{r.ready()}/complete", {}),
     "get_traceset": lambda r: ("GET", f"/api/v1/tracesets/{r.ready()}", {}),
     "delete_traceset": lambda r: ("DELETE", f"/api/v1/tracesets/{r.ready()}", {}),
@@ -113,6 +118,7 @@ ROUTES: dict[str, Callable[[Reach], Request]] = {
 OTHER_SCOPE = {
     "request_upload_urls": "read",
     "complete_traceset": "read",
+    "add_files": "read",
     "delete_traceset": "read",
     "promote_traceset": "read",
     "get_upload_status": "promote",
@@ -278,6 +284,24 @@ TABLE: dict[tuple[str, int], Callable[[Reach], httpx.Response]] = {
     ("upload_file", 503): upload_past_the_bound,
     ("download_signed_file", 503): lambda r: crowded(
         r, ("GET", f"/api/v1/blobs/{ZEROS[:32]}/0?expires=1&signature=0", {})
+    ),
+    ("add_files", 201): lambda r: _send(r, ROUTES["add_files"](r)),
+    ("add_files", 400): lambda r: _send(
+        r, ("POST", f"/api/v1/tracesets/{r.pending()}/files", {"json": {"files": []}})
+    ),
+    ("add_files", 409): lambda r: _send(
+        r,
+        ("POST", f"/api/v1/tracesets/{r.ready()}/files", {"json": {"files": [spec("b", b"x")]}}),
+    ),
+    ("add_files", 408): lambda r: stalled_json(
+        r,
+        f"/api/v1/tracesets/{'0' * 32}/files",  # the body is read before the traceset
+    ),
+    ("add_files", 415): lambda r: _send(
+        r, ("POST", f"/api/v1/tracesets/{r.pending()}/files", {"content": b"{}", "headers": TEXT})
+    ),
+    ("add_files", 413): lambda r: _send(
+        r, ("POST", f"/api/v1/tracesets/{r.pending()}/files", {"content": HUGE, "headers": JSON})
     ),
     ("get_upload_status", 200): lambda r: _send(r, ROUTES["get_upload_status"](r)),
     ("complete_traceset", 200): lambda r: _send(r, ROUTES["complete_traceset"](r)),

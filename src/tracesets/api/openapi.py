@@ -37,6 +37,7 @@ _DESCRIPTIONS = {
 #: Models described by name because routes read their bodies themselves.
 _BODY_MODELS: tuple[type[BaseModel], ...] = (
     wire.UploadUrlRequest,
+    wire.AddFilesRequest,
     wire.PromoteRequest,
     wire.UploadWorkloadMetadata,
     wire.ProblemDetails,

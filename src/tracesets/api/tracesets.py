@@ -110,6 +110,26 @@ async def get_upload_status(
 
 
 @router.post(
+    "/{traceset_id}/files",
+    status_code=201,
+    summary="Add files to a pending traceset",
+    description="Declares more files by upload-url's rules and answers an upload entry for "
+    "each, as upload-url does: each rank of a job can add its own file. A file declared again "
+    "with the same size, role and sha256 is answered again (only what has not arrived; nothing "
+    "once all its bytes have); the same name declared otherwise is 409, as is any request once "
+    "the traceset is no longer pending. Nothing is added when any check fails.",
+    response_model=UploadUrlResponse,
+    responses=errors(400, 401, 403, 404, 408, 409, 413, 415, 429),
+    openapi_extra=json_body("AddFilesRequest"),
+)
+async def add_files(
+    service: Service, workspace: WriteWorkspace, traceset_id: TracesetId, body: Body, base: BaseURL
+) -> Response:
+    uploads = await run_in_threadpool(service.add_files, workspace, traceset_id, body, base)
+    return render.json_response(render.upload_targets(traceset_id, uploads), 201)
+
+
+@router.post(
     "/{traceset_id}/complete",
     summary="Complete an upload once every file has arrived",
     description="200 with the traceset, now `ready`; 409 naming each file that has not arrived "

@@ -11,7 +11,7 @@ import sys
 
 import typer
 
-from tracesets.cli import inspect, server, tracesets, upload
+from tracesets.cli import add, inspect, server, tracesets, upload
 from tracesets.cli.output import REFUSED, error_lines, warn
 from tracesets.client import ClientError
 
@@ -30,6 +30,7 @@ token_app = typer.Typer(
 
 # Short helps fit the command list in 80 columns, which would otherwise cut them with "...".
 app.command("upload", short_help="Upload files or folders as one traceset.")(upload.upload)
+app.command("add-files", short_help="Add files to a pending traceset.")(add.add_files)
 app.command("list", short_help="List tracesets, newest first.")(tracesets.list_)
 app.command("show", short_help="Print a traceset, with its inspection.")(tracesets.show)
 app.command("promote", short_help="Promote a ready traceset.")(tracesets.promote)

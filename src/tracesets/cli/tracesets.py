@@ -16,9 +16,13 @@ from tracesets.cli.inspect import duplicated, missing_lines, ranks_list
 from tracesets.cli.output import REFUSED, error_lines, say, size, warn
 from tracesets.cli.progress import display
 from tracesets.cli.upload import summary
-from tracesets.client import ClientError, ProgressCallback, Traceset
+from tracesets.client import Client, ClientError, ProgressCallback, Traceset
 from tracesets.client.progress import ProgressCounter
 from tracesets.inspection import Summary
+from tracesets.jobs import missing_ranks, ranges
+
+#: A declared rank count above this is not checked rank by rank.
+MAX_RANKS_LISTED = 1 << 20
 
 TracesetId = Annotated[str, typer.Argument(help="The traceset's id.", show_default=False)]
 
@@ -40,10 +44,14 @@ def show(
     """Print a traceset: its status, rank count, files and workload metadata."""
     with options.client(url, token) as client:
         traceset = client.get_traceset(traceset_id)
+        missing = _missing_ranks(client, traceset) if not as_json else None
     if as_json:
         say(traceset.model_dump_json(indent=2))
         return
     say(summary(traceset))
+    if missing:
+        count = traceset.rankCountDerived
+        say(f"missing ranks ({len(missing)} of {count}): {ranges(missing)}")
     say(
         f"created {traceset.createdAt.isoformat()}"
         + (f", promoted {traceset.promotedAt.isoformat()}" if traceset.promotedAt else "")
@@ -86,6 +94,18 @@ def inspection_lines(traceset: Traceset) -> list[str]:
     ]
     lines += [f"  warning: {warning}" for warning in inspection.warnings]
     return lines
+
+
+def _missing_ranks(client: Client, traceset: Traceset) -> list[int] | None:
+    """The ranks of a pending traceset whose trace has not arrived (by file name)."""
+    count = traceset.rankCountDerived
+    if traceset.status != "pending" or count is None or count > MAX_RANKS_LISTED:
+        return None
+    try:  # the store's word: with S3 the service learns of arrivals only when asked
+        received = client.upload_status(traceset.id).received
+    except ClientError:
+        received = [f.name for f in traceset.files if f.received]
+    return missing_ranks(received, count)
 
 
 def list_(

@@ -11,6 +11,7 @@ import typer
 from tracesets import workload
 from tracesets.cli import metadata, options
 from tracesets.cli.inspect import inspect_local
+from tracesets.cli.job import upload_one_rank
 from tracesets.cli.output import REFUSED, error_lines, say, size, warn
 from tracesets.cli.progress import display
 from tracesets.client import ClientError, Traceset, protocol
@@ -132,6 +133,35 @@ def upload(
         ),
     ] = False,
     concurrency: Annotated[int, typer.Option(min=1, max=64, help="PUTs at once.")] = 8,
+    job_key: Annotated[
+        str | None,
+        typer.Option(
+            "--job-key",
+            help="With --rank: the training job this rank belongs to (default: "
+            "TORCHELASTIC_RUN_ID or SLURM_JOB_ID); every rank with the same key and world "
+            "size reaches the same traceset.",
+            show_default=False,
+        ),
+    ] = None,
+    rank: Annotated[
+        int | None,
+        typer.Option(
+            "--rank",
+            min=0,
+            help="Send one rank's trace FILE into its job's traceset (see --job-key); the "
+            "last rank to arrive completes it.",
+            show_default=False,
+        ),
+    ] = None,
+    world_size: Annotated[
+        int | None,
+        typer.Option(
+            "--world-size",
+            min=1,
+            help="With --rank: the job's rank count (shape.rankCount).",
+            show_default=False,
+        ),
+    ] = None,
     as_json: options.Json = False,
     url: options.Url = None,
     token: options.Token = None,
@@ -140,6 +170,18 @@ def upload(
 
     The request is checked with the service's own rules before anything is sent.
     """
+    if rank is not None or world_size is not None or job_key is not None:
+        upload_one_rank(
+            paths,
+            job_key=job_key,
+            rank=rank,
+            world_size=world_size,
+            degrees={"dp": dp, "tp": tp, "sp": sp, "ep": ep, "pp": pp},
+            name=name,
+            url=url,
+            token=token,
+        )
+        return
     base = metadata.read_file(metadata_file) if metadata_file is not None else None
     workload_metadata = metadata.build(
         base,

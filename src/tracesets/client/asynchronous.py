@@ -166,6 +166,19 @@ class AsyncClient:
         )
         return protocol.parse(UploadUrlResponse, response, "upload-url")
 
+    async def add_files(
+        self, traceset_id: str, files: Sequence[protocol.FileEntry]
+    ) -> UploadUrlResponse:
+        """Declare more files of a pending traceset; an upload entry for each still to send."""
+        response = await self._call(
+            "POST",
+            protocol.traceset_path(traceset_id, "files"),
+            "add files",
+            body=protocol.add_files_body(files),
+            expect=201,
+        )
+        return protocol.parse(UploadUrlResponse, response, "add files")
+
     async def upload(
         self,
         paths: PathLike | Iterable[PathLike],

@@ -16,7 +16,7 @@ import pydantic
 from tracesets import jsontext
 from tracesets.client.errors import ClientError
 from tracesets.problems import TracesetsError
-from tracesets.uploadrequest import read_upload_request
+from tracesets.uploadrequest import read_file_additions, read_upload_request
 from tracesets.wire import Traceset, UploadFileSpec
 
 TRACESETS: Final = "/api/v1/tracesets"
@@ -59,6 +59,16 @@ def check(body: dict[str, Any]) -> None:
         read_upload_request(body)
     except TracesetsError as refused:
         raise ClientError.refused_locally(refused) from None
+
+
+def add_files_body(files: Sequence[FileEntry]) -> dict[str, Any]:
+    """The add-files body; raises ClientError (nothing sent) if any rule refuses it."""
+    body = {"files": [plain(entry) for entry in files]}
+    try:
+        read_file_additions(body)
+    except TracesetsError as refused:
+        raise ClientError.refused_locally(refused) from None
+    return body
 
 
 def promote_body(workload_metadata: Metadata | None) -> dict[str, Any]:

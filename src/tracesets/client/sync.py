@@ -43,6 +43,7 @@ from tracesets.client.models import (
 from tracesets.client.progress import ProgressCallback, ProgressCounter
 from tracesets.client.retry import RetryPolicy
 from tracesets.client.state import UploadState, fingerprint
+from tracesets.uploadrequest import Role
 from tracesets.version import __version__
 
 USER_AGENT = f"tracesets-python/{__version__}"
@@ -186,6 +187,64 @@ class Client:
             expect=201,
         )
         return protocol.parse(UploadUrlResponse, response, "upload-url")
+
+    def add_files(self, traceset_id: str, files: Sequence[protocol.FileEntry]) -> UploadUrlResponse:
+        """Declare more files of a pending traceset; an upload entry for each still to send.
+
+        Declaring a file again exactly as before is harmless (a retry answers what is left
+        of it), so this is safe to retry as a whole.
+        """
+        response = self._call(
+            "POST",
+            protocol.traceset_path(traceset_id, "files"),
+            "add files",
+            body=protocol.add_files_body(files),
+            expect=201,
+        )
+        return protocol.parse(UploadUrlResponse, response, "add files")
+
+    def send_file(
+        self,
+        traceset_id: str,
+        path: PathLike,
+        *,
+        name: str,
+        role: Role = "primary",
+        progress: ProgressCallback | None = None,
+    ) -> None:
+        """Add one local file to a pending traceset as ``name`` and send its bytes; the
+        traceset stays pending (others may still be adding theirs)."""
+        local = Path(path)
+        self.add_local_files(
+            traceset_id, [LocalFile(local, name, local.stat().st_size, role)], progress
+        )
+
+    def add_local_files(
+        self,
+        traceset_id: str,
+        files: list[LocalFile],
+        progress: ProgressCallback | None = None,
+    ) -> None:
+        """Hash ``files`` (as ``collect`` finds them), add them to a pending traceset in one
+        request and send what is left of each; the traceset stays pending."""
+        files = self._hash(files, None)
+        created = self.add_files(traceset_id, [f.spec() for f in files])
+        self.send_uploads(traceset_id, files, created.uploads, progress)
+
+    def send_uploads(
+        self,
+        traceset_id: str,
+        files: list[LocalFile],
+        uploads: Sequence[UploadTarget],
+        progress: ProgressCallback | None = None,
+    ) -> None:
+        """PUT the bytes of ``files`` as ``uploads`` say, ``concurrency`` at a time."""
+        try:
+            puts = plan(files, uploads)
+            self._put_all(puts, ProgressCounter(sum(p.length for p in puts), progress))
+        except ClientError as error:
+            error.traceset_id = traceset_id
+            raise
 
     def upload(
         self,

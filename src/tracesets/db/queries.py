@@ -12,11 +12,11 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, Select, delete, insert, select, update
+from sqlalchemy import Connection, Row, Select, delete, func, insert, select, update
 
 from tracesets.db.tables import files, idempotency_keys, inspections, tracesets
 from tracesets.records import InspectionRecord, Status, StoredFile, Traceset
-from tracesets.uploadrequest import UploadRequest
+from tracesets.uploadrequest import FileSpec, UploadRequest
 
 
 def _utc(value: datetime | None) -> datetime | None:
@@ -100,6 +100,82 @@ def insert_traceset(
         workload_metadata=metadata,
         rank_count=request.rank_count,
         files=stored,
+    )
+
+
+def traceset_state(
+    conn: Connection, *, workspace: str, traceset_id: str, lock: bool = False
+) -> tuple[int, Status, int | None] | None:
+    """(seq, status, rank count) of a traceset, without its files. With ``lock`` its row
+    stays locked until the transaction ends (PostgreSQL; SQLite's write transaction is
+    already exclusive): files added under the lock take the next indices without
+    colliding, and ``complete`` waits for them."""
+    query = select(tracesets.c.seq, tracesets.c.status, tracesets.c.rank_count).where(
+        tracesets.c.id == traceset_id, tracesets.c.workspace == workspace
+    )
+    if lock and conn.dialect.name != "sqlite":
+        query = query.with_for_update()
+    row = conn.execute(query).one_or_none()
+    return None if row is None else (row.seq, row.status, row.rank_count)
+
+
+#: Names compared per statement, well under every backend's limit on bound parameters.
+_NAMES_PER_QUERY = 1_000
+
+
+def files_named(conn: Connection, *, seq: int, names: Sequence[str]) -> dict[str, StoredFile]:
+    """The traceset's files among ``names``, by name: read through the (seq, idx) key and
+    the names asked, never the whole traceset."""
+    found: dict[str, StoredFile] = {}
+    for start in range(0, len(names), _NAMES_PER_QUERY):
+        chunk = names[start : start + _NAMES_PER_QUERY]
+        rows = conn.execute(
+            select(files).where(files.c.traceset_seq == seq, files.c.name.in_(chunk))
+        )
+        for row in rows:
+            found[row.name] = _stored_file(row)
+    return found
+
+
+def file_count(conn: Connection, *, seq: int) -> int:
+    """How many files the traceset declares: indices run from 0 without gaps."""
+    last = conn.execute(select(func.max(files.c.idx)).where(files.c.traceset_seq == seq))
+    top: int | None = last.scalar_one()
+    return 0 if top is None else top + 1
+
+
+def insert_files(
+    conn: Connection, *, seq: int, specs: Sequence[FileSpec], first_idx: int
+) -> list[StoredFile]:
+    """Declare more files of a pending traceset, at indices from ``first_idx`` on."""
+    stored = [
+        StoredFile(
+            idx=first_idx + offset,
+            name=spec.name,
+            size=spec.size,
+            role=spec.role,
+            sha256_declared=spec.sha256,
+            sha256=None,
+            received=False,
+        )
+        for offset, spec in enumerate(specs)
+    ]
+    if stored:
+        conn.execute(_INSERT_FILES, [{"traceset_seq": seq, **asdict(f)} for f in stored])
+    return stored
+
+
+def _stored_file(row: Row[Any]) -> StoredFile:
+    return StoredFile(
+        idx=row.idx,
+        name=row.name,
+        size=row.size,
+        role=row.role,
+        sha256_declared=row.sha256_declared,
+        sha256=row.sha256,
+        received=bool(row.received),
+        upload_id=row.upload_id,
+        part_size=row.part_size,
     )
 
 
@@ -256,20 +332,6 @@ class OneFile:
     traceset_id: str
     status: Status
     file: StoredFile
-
-
-def _stored_file(row: Row[Any]) -> StoredFile:
-    return StoredFile(
-        idx=row.idx,
-        name=row.name,
-        size=row.size,
-        role=row.role,
-        sha256_declared=row.sha256_declared,
-        sha256=row.sha256,
-        received=bool(row.received),
-        upload_id=row.upload_id,
-        part_size=row.part_size,
-    )
 
 
 _ONE_FILE = select(tracesets.c.seq, tracesets.c.id, tracesets.c.status, *files.c).join_from(
