@@ -29,7 +29,7 @@ from tracesets.db.queries import ListFilter
 from tracesets.inspection_queue import inspection_warnings
 from tracesets.jsontext import JsonValue
 from tracesets.problems import Conflict, InvalidRequest, NotFound, Problem, Unprocessable
-from tracesets.records import Traceset
+from tracesets.records import ListedTraceset, StoredFile, Traceset, TracesetHead
 from tracesets.storage.base import BlobStore, UploadIncomplete, UploadPlan
 from tracesets.uploadrequest import UploadRequest, read_upload_request
 
@@ -55,8 +55,16 @@ class UploadStatus:
 
 @dataclass(frozen=True, slots=True)
 class Page:
-    items: list[Traceset]
+    items: list[ListedTraceset]
     next_cursor: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class FilesFrom:
+    """Files of one traceset in index order, from a cursor on; the route cuts the page."""
+
+    traceset: TracesetHead
+    files: list[StoredFile]
 
 
 def _now() -> datetime:
@@ -71,13 +79,18 @@ def encode_cursor(seq: int) -> str:
     return base64.urlsafe_b64encode(f"v1:{seq}".encode()).decode().rstrip("=")
 
 
-def decode_cursor(cursor: str) -> int:
+def encode_file_cursor(idx: int) -> str:
+    """The cursor of a files page that starts at the file of index ``idx``."""
+    return base64.urlsafe_b64encode(f"f1:{idx}".encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str, version_wanted: str = "v1") -> int:
     try:
         text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
     except (binascii.Error, UnicodeDecodeError, ValueError):
         text = ""
     version, _, seq = text.partition(":")
-    if version != "v1" or not seq.isdigit() or len(seq) > 19:
+    if version != version_wanted or not (seq.isascii() and seq.isdigit()) or len(seq) > 19:
         raise InvalidRequest.of(
             [
                 Problem(
@@ -343,6 +356,18 @@ class TracesetService:
         if len(items) > limit:
             return Page(items[:limit], encode_cursor(items[limit - 1].seq))
         return Page(items, None)
+
+    def files_from(
+        self, workspace: str, traceset_id: str, *, cursor: str | None, limit: int
+    ) -> FilesFrom:
+        """Up to ``limit`` files from the cursor on (index order): one page's rows at most."""
+        start = decode_cursor(cursor, "f1") if cursor is not None else 0
+        with self.db.read() as conn:
+            head = queries.get_head(conn, workspace=workspace, traceset_id=traceset_id)
+            if head is None:
+                raise _not_found(traceset_id)
+            rows = queries.files_from(conn, seq=head.seq, start=start, limit=limit)
+        return FilesFrom(head, rows)
 
     # -- promote ----------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ from starlette.routing import Match
 
 from tracesets import __version__, tokens, web
 from tracesets.api import blobs, openapi, render, tracesets
+from tracesets.api.compression import CompressAnswers
 from tracesets.db.engine import Database
 from tracesets.inspection_queue import InspectionQueue
 from tracesets.problems import (
@@ -184,5 +185,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return Health(status="ok")
 
     _install_error_handlers(app)
+    app.add_middleware(CompressAnswers)
     app.openapi = lambda: openapi.build(app)  # type: ignore[method-assign]
     return app

@@ -22,6 +22,7 @@ from tracesets.db.queries import ListFilter
 from tracesets.problems import NotFound, Problem
 from tracesets.records import Status
 from tracesets.wire import (
+    FileList,
     PromotedTraceset,
     Traceset,
     TracesetList,
@@ -200,7 +201,35 @@ async def promote_traceset(
     service: Service, workspace: PromoteWorkspace, traceset_id: TracesetId, body: Body
 ) -> Response:
     traceset, warnings = await run_in_threadpool(service.promote, workspace, traceset_id, body)
-    return render.json_response({**render.traceset(traceset), "warnings": warnings})
+    said, _ = render.within(warnings, render.INSPECTION_LIST_BYTES)
+    return render.json_response({**render.traceset(traceset), "warnings": said})
+
+
+@router.get(
+    "/{traceset_id}/files",
+    summary="Page through a traceset's files",
+    description="The files in index order (the order they were declared in), up to `limit` "
+    "(and 2 MiB of JSON) a page. Start without `cursor`, or with the traceset's "
+    "`filesNextCursor`; pass `nextCursor` as `cursor` until it is null.",
+    response_model=FileList,
+    responses=errors(400, 401, 403, 404, 429),
+)
+async def list_files(
+    service: Service,
+    workspace: ReadWorkspace,
+    traceset_id: TracesetId,
+    limit: Annotated[
+        int,
+        Query(ge=1, le=render.FILES_PAGE_LIMIT, description="Page size, 1 to 1,000."),
+    ] = render.FILES_PAGE_LIMIT,
+    cursor: Annotated[
+        str | None, Query(max_length=64, description="nextCursor of the previous page.")
+    ] = None,
+) -> Response:
+    found = await run_in_threadpool(
+        service.files_from, workspace, traceset_id, cursor=cursor, limit=limit + 1
+    )
+    return render.json_response(render.file_list(found.files, limit))
 
 
 @router.get(

@@ -2,30 +2,36 @@
 
 from __future__ import annotations
 
-import json
 from itertools import islice
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any
 
 import typer
+from pydantic import BaseModel
 from rich.console import Console
 from rich.table import Table
 
+from tracesets import jsontext
 from tracesets.cli import metadata, options
 from tracesets.cli.output import say, size, warn
 from tracesets.cli.progress import display
 from tracesets.cli.upload import summary
-from tracesets.client import ClientError, ProgressCallback, Traceset
+from tracesets.client import ClientError, ProgressCallback, TracesetSummary
 from tracesets.client.progress import ProgressCounter
 
 TracesetId = Annotated[str, typer.Argument(help="The traceset's id.", show_default=False)]
 
 
 def _json(value: Any) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False)
+    """Indented JSON with every number exactly as the service sent it."""
+    if isinstance(value, BaseModel):
+        value = value.model_dump()
+    elif isinstance(value, list):
+        value = [v.model_dump() if isinstance(v, BaseModel) else v for v in value]
+    return jsontext.dumps_indented(value)
 
 
-def _timestamp(traceset: Traceset) -> str:
+def _timestamp(traceset: TracesetSummary) -> str:
     return traceset.createdAt.strftime("%Y-%m-%d %H:%M")
 
 
@@ -39,7 +45,7 @@ def show(
     with options.client(url, token) as client:
         traceset = client.get_traceset(traceset_id)
     if as_json:
-        say(traceset.model_dump_json(indent=2))
+        say(_json(traceset))
         return
     say(summary(traceset))
     say(
@@ -96,14 +102,14 @@ def list_(
     more = bool(limit) and len(items) > limit
     items = items[:limit] if limit else items
     if as_json:
-        say(_json([t.model_dump(mode="json") for t in items]))
+        say(_json(items))
     else:
         _table(items)
     if more:
         warn(f"(the newest {limit}; --limit 0 shows all)")
 
 
-def _table(items: list[Traceset]) -> None:
+def _table(items: list[TracesetSummary]) -> None:
     out = Console(highlight=False)
     if not out.is_terminal:
         out = Console(highlight=False, width=max(out.width, 200))
@@ -120,8 +126,8 @@ def _table(items: list[Traceset]) -> None:
             t.name,
             t.status,
             "" if t.rankCountDerived is None else str(t.rankCountDerived),
-            str(len(t.files)),
-            size(sum(f.size for f in t.files)),
+            str(t.fileCount),
+            size(t.fileBytes),
             _timestamp(t),
         )
     if items:
@@ -166,7 +172,7 @@ def promote(
         promoted = client.promote_traceset(traceset_id, new)
     for warning in promoted.warnings:
         warn(f"warning: {warning}")
-    say(promoted.model_dump_json(indent=2) if as_json else summary(promoted))
+    say(_json(promoted) if as_json else summary(promoted))
 
 
 def download(

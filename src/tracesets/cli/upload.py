@@ -215,13 +215,13 @@ def check_against_traces(
 
 
 def summary(traceset: Traceset) -> str:
-    files = len(traceset.files)
+    files = traceset.fileCount
     ranks = (
         "no rank count"
         if traceset.rankCountDerived is None
         else f"{traceset.rankCountDerived} ranks"
     )
-    total = size(sum(f.size for f in traceset.files))
+    total = size(traceset.fileBytes)
     return (
         f"{traceset.id}  {json.dumps(traceset.name, ensure_ascii=False)}  {traceset.status}, "
         f"{files} file{'' if files == 1 else 's'}, {total}, {ranks}"

@@ -33,9 +33,12 @@ from tracesets.client.files import (
     total_size,
 )
 from tracesets.client.models import (
+    FileList,
     PromotedTraceset,
     Traceset,
+    TracesetFile,
     TracesetList,
+    TracesetSummary,
     UploadStatus,
     UploadTarget,
     UploadUrlResponse,
@@ -267,8 +270,34 @@ class AsyncClient:
         return protocol.parse(Traceset, response, "complete")
 
     async def get_traceset(self, traceset_id: str) -> Traceset:
+        """The traceset with every one of its files, fetched page after page past the first."""
         response = await self._call("GET", protocol.traceset_path(traceset_id), "get traceset")
-        return protocol.parse(Traceset, response, "get traceset")
+        traceset = protocol.parse(Traceset, response, "get traceset")
+        if traceset.filesNextCursor is None:
+            return traceset
+        rest = [f async for f in self.iter_files(traceset_id, traceset.filesNextCursor)]
+        return traceset.model_copy(
+            update={"files": [*traceset.files, *rest], "filesNextCursor": None}
+        )
+
+    async def iter_files(
+        self, traceset_id: str, cursor: str | None = None
+    ) -> AsyncIterator[TracesetFile]:
+        """A traceset's files in index order (from ``cursor`` on, if given), one page of up
+        to 1,000 fetched at a time."""
+        while True:
+            response = await self._call(
+                "GET",
+                protocol.traceset_path(traceset_id, "files"),
+                "list files",
+                params=protocol.files_params(cursor),
+            )
+            page = protocol.parse(FileList, response, "list files")
+            for item in page.items:
+                yield item
+            if page.nextCursor is None:
+                return
+            cursor = page.nextCursor
 
     async def list_tracesets(
         self,
@@ -279,7 +308,7 @@ class AsyncClient:
         workload_name: str | None = None,
         global_batch_size: int | None = None,
         page_size: int = 100,
-    ) -> AsyncIterator[Traceset]:
+    ) -> AsyncIterator[TracesetSummary]:
         params = protocol.list_params(
             status=status,
             rank_count=rank_count,

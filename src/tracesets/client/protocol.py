@@ -21,6 +21,8 @@ from tracesets.wire import UploadFileSpec
 
 TRACESETS: Final = "/api/v1/tracesets"
 MAX_PAGE: Final = 500
+#: Files asked for a page of the files route (its largest page).
+FILES_PAGE: Final = 1_000
 
 Model = TypeVar("Model", bound=pydantic.BaseModel)
 FileEntry = UploadFileSpec | Mapping[str, Any]
@@ -110,11 +112,21 @@ def file_path(traceset_id: str, name: str) -> str:
 
 
 def parse(model: type[Model], response: httpx.Response, what: str) -> Model:
+    """The answer read with the service's own exact JSON reader, then typed.
+
+    Stored metadata keeps every number as it was written: a 5,000-digit integer or
+    ``0.1000000000000000000001`` comes back as a ``jsontext.JsonNumber`` of its text.
+    """
     try:
-        return model.model_validate_json(response.content)
-    except pydantic.ValidationError as exc:
+        return model.model_validate(jsontext.loads(response.content))
+    except (pydantic.ValidationError, jsontext.JsonError) as exc:
+        why = exc.errors()[0]["msg"] if isinstance(exc, pydantic.ValidationError) else str(exc)
         raise ClientError(
             f"{what} answered {response.status_code} with a body the client does not "
-            f"understand: {exc.errors()[0]['msg']}",
+            f"understand: {why}",
             status=response.status_code,
         ) from None
+
+
+def files_params(cursor: str | None) -> dict[str, str | int]:
+    return {"limit": FILES_PAGE} if cursor is None else {"limit": FILES_PAGE, "cursor": cursor}

@@ -33,9 +33,12 @@ from tracesets.client.files import (
     total_size,
 )
 from tracesets.client.models import (
+    FileList,
     PromotedTraceset,
     Traceset,
+    TracesetFile,
     TracesetList,
+    TracesetSummary,
     UploadStatus,
     UploadTarget,
     UploadUrlResponse,
@@ -297,8 +300,31 @@ class Client:
         return protocol.parse(Traceset, response, "complete")
 
     def get_traceset(self, traceset_id: str) -> Traceset:
+        """The traceset with every one of its files, fetched page after page past the first."""
         response = self._call("GET", protocol.traceset_path(traceset_id), "get traceset")
-        return protocol.parse(Traceset, response, "get traceset")
+        traceset = protocol.parse(Traceset, response, "get traceset")
+        if traceset.filesNextCursor is None:
+            return traceset
+        rest = list(self.iter_files(traceset_id, traceset.filesNextCursor))
+        return traceset.model_copy(
+            update={"files": [*traceset.files, *rest], "filesNextCursor": None}
+        )
+
+    def iter_files(self, traceset_id: str, cursor: str | None = None) -> Iterator[TracesetFile]:
+        """A traceset's files in index order (from ``cursor`` on, if given), one page of up
+        to 1,000 fetched at a time."""
+        while True:
+            response = self._call(
+                "GET",
+                protocol.traceset_path(traceset_id, "files"),
+                "list files",
+                params=protocol.files_params(cursor),
+            )
+            page = protocol.parse(FileList, response, "list files")
+            yield from page.items
+            if page.nextCursor is None:
+                return
+            cursor = page.nextCursor
 
     def list_tracesets(
         self,
@@ -309,8 +335,11 @@ class Client:
         workload_name: str | None = None,
         global_batch_size: int | None = None,
         page_size: int = 100,
-    ) -> Iterator[Traceset]:
-        """Every traceset matching all the filters given, newest first, page after page."""
+    ) -> Iterator[TracesetSummary]:
+        """Every traceset matching all the filters given, newest first, page after page.
+
+        Items count their files (``fileCount``, ``fileBytes``, ``filesReceived``);
+        ``get_traceset`` or ``iter_files`` lists them."""
         params = protocol.list_params(
             status=status,
             rank_count=rank_count,
