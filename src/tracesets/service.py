@@ -29,7 +29,7 @@ from tracesets.db.queries import ListFilter
 from tracesets.inspection_queue import inspection_warnings
 from tracesets.jsontext import JsonValue
 from tracesets.problems import Conflict, InvalidRequest, NotFound, Problem, Unprocessable
-from tracesets.records import ListedTraceset, StoredFile, Traceset, TracesetHead
+from tracesets.records import ListedTraceset, StoredFile, Traceset
 from tracesets.storage.base import BlobStore, UploadIncomplete, UploadPlan
 from tracesets.uploadrequest import UploadRequest, read_upload_request
 
@@ -57,14 +57,6 @@ class UploadStatus:
 class Page:
     items: list[ListedTraceset]
     next_cursor: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class FilesFrom:
-    """Files of one traceset in index order, from a cursor on; the route cuts the page."""
-
-    traceset: TracesetHead
-    files: list[StoredFile]
 
 
 def _now() -> datetime:
@@ -359,15 +351,14 @@ class TracesetService:
 
     def files_from(
         self, workspace: str, traceset_id: str, *, cursor: str | None, limit: int
-    ) -> FilesFrom:
-        """Up to ``limit`` files from the cursor on (index order): one page's rows at most."""
+    ) -> list[StoredFile]:
+        """Up to ``limit`` files from the cursor on, in index order (the route cuts the page)."""
         start = decode_cursor(cursor, "f1") if cursor is not None else 0
         with self.db.read() as conn:
             head = queries.get_head(conn, workspace=workspace, traceset_id=traceset_id)
             if head is None:
                 raise _not_found(traceset_id)
-            rows = queries.files_from(conn, seq=head.seq, start=start, limit=limit)
-        return FilesFrom(head, rows)
+            return queries.files_from(conn, seq=head.seq, start=start, limit=limit)
 
     # -- promote ----------------------------------------------------------------------
 

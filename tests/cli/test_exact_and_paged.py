@@ -40,6 +40,7 @@ def test_show_and_download_go_past_the_first_page_of_files(
     with Client(server.url, workspace_token) as client:
         made = client.upload(run, name="many", workload_metadata={"shape": {"rankCount": 8}})
     assert made.fileCount == 1_003
+    assert len(made.files) == 1_003 and made.filesNextCursor is None  # complete's, made whole
     shown = ok(tracesets("show", made.id)).stdout
     assert "rank-0000.json" in shown and "rank-1002.json" in shown
     dest = tmp_path / "copy"

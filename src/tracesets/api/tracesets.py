@@ -229,7 +229,7 @@ async def list_files(
     found = await run_in_threadpool(
         service.files_from, workspace, traceset_id, cursor=cursor, limit=limit + 1
     )
-    return render.json_response(render.file_list(found.files, limit))
+    return render.json_response(render.file_list(found, limit))
 
 
 @router.get(

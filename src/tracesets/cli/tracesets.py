@@ -7,28 +7,17 @@ from pathlib import Path, PurePosixPath
 from typing import Annotated, Any
 
 import typer
-from pydantic import BaseModel
 from rich.console import Console
 from rich.table import Table
 
-from tracesets import jsontext
 from tracesets.cli import metadata, options
-from tracesets.cli.output import say, size, warn
+from tracesets.cli.output import json_text, say, size, warn
 from tracesets.cli.progress import display
 from tracesets.cli.upload import summary
 from tracesets.client import ClientError, ProgressCallback, TracesetSummary
 from tracesets.client.progress import ProgressCounter
 
 TracesetId = Annotated[str, typer.Argument(help="The traceset's id.", show_default=False)]
-
-
-def _json(value: Any) -> str:
-    """Indented JSON with every number exactly as the service sent it."""
-    if isinstance(value, BaseModel):
-        value = value.model_dump()
-    elif isinstance(value, list):
-        value = [v.model_dump() if isinstance(v, BaseModel) else v for v in value]
-    return jsontext.dumps_indented(value)
 
 
 def _timestamp(traceset: TracesetSummary) -> str:
@@ -45,7 +34,7 @@ def show(
     with options.client(url, token) as client:
         traceset = client.get_traceset(traceset_id)
     if as_json:
-        say(_json(traceset))
+        say(json_text(traceset))
         return
     say(summary(traceset))
     say(
@@ -57,7 +46,7 @@ def show(
     for file in traceset.files:
         arrived = "" if file.received else "  (not received)"
         say(f"  {file.role:<10} {size(file.size):>10}  {file.name}{arrived}")
-    say("workloadMetadata: " + _json(traceset.workloadMetadata))
+    say("workloadMetadata: " + json_text(traceset.workloadMetadata))
 
 
 def list_(
@@ -102,7 +91,7 @@ def list_(
     more = bool(limit) and len(items) > limit
     items = items[:limit] if limit else items
     if as_json:
-        say(_json(items))
+        say(json_text(items))
     else:
         _table(items)
     if more:
@@ -172,7 +161,7 @@ def promote(
         promoted = client.promote_traceset(traceset_id, new)
     for warning in promoted.warnings:
         warn(f"warning: {warning}")
-    say(_json(promoted) if as_json else summary(promoted))
+    say(json_text(promoted) if as_json else summary(promoted))
 
 
 def download(

@@ -11,7 +11,7 @@ import typer
 from tracesets import workload
 from tracesets.cli import metadata, options
 from tracesets.cli.inspect import inspect_local
-from tracesets.cli.output import say, size, warn
+from tracesets.cli.output import json_text, say, size, warn
 from tracesets.cli.progress import display
 from tracesets.client import Traceset, protocol
 from tracesets.client.files import LocalFile, collect, total_size
@@ -176,7 +176,7 @@ def upload(
                 hash_progress=shown.hashed,
             )
     if as_json:
-        say(traceset.model_dump_json(indent=2))
+        say(json_text(traceset))
     else:
         say(summary(traceset))
 

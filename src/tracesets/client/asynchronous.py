@@ -44,6 +44,7 @@ from tracesets.client.models import (
     UploadUrlResponse,
 )
 from tracesets.client.progress import ProgressCallback, ProgressCounter
+from tracesets.client.protocol import TracesetT
 from tracesets.client.retry import RetryPolicy
 from tracesets.client.state import UploadState, fingerprint
 from tracesets.client.sync import USER_AGENT
@@ -267,15 +268,18 @@ class AsyncClient:
         response = await self._call(
             "POST", protocol.traceset_path(traceset_id, "complete"), "complete"
         )
-        return protocol.parse(Traceset, response, "complete")
+        return await self._whole(protocol.parse(Traceset, response, "complete"))
 
     async def get_traceset(self, traceset_id: str) -> Traceset:
         """The traceset with every one of its files, fetched page after page past the first."""
         response = await self._call("GET", protocol.traceset_path(traceset_id), "get traceset")
-        traceset = protocol.parse(Traceset, response, "get traceset")
+        return await self._whole(protocol.parse(Traceset, response, "get traceset"))
+
+    async def _whole(self, traceset: TracesetT) -> TracesetT:
+        """The traceset with the files past its first page too (an answer holds one page)."""
         if traceset.filesNextCursor is None:
             return traceset
-        rest = [f async for f in self.iter_files(traceset_id, traceset.filesNextCursor)]
+        rest = [f async for f in self.iter_files(traceset.id, traceset.filesNextCursor)]
         return traceset.model_copy(
             update={"files": [*traceset.files, *rest], "filesNextCursor": None}
         )
@@ -335,7 +339,7 @@ class AsyncClient:
             "promote",
             body=protocol.promote_body(workload_metadata),
         )
-        return protocol.parse(PromotedTraceset, response, "promote")
+        return await self._whole(protocol.parse(PromotedTraceset, response, "promote"))
 
     async def download(
         self,

@@ -17,7 +17,7 @@ from tracesets import jsontext
 from tracesets.client.errors import ClientError
 from tracesets.problems import TracesetsError
 from tracesets.uploadrequest import read_upload_request
-from tracesets.wire import UploadFileSpec
+from tracesets.wire import Traceset, UploadFileSpec
 
 TRACESETS: Final = "/api/v1/tracesets"
 MAX_PAGE: Final = 500
@@ -25,6 +25,7 @@ MAX_PAGE: Final = 500
 FILES_PAGE: Final = 1_000
 
 Model = TypeVar("Model", bound=pydantic.BaseModel)
+TracesetT = TypeVar("TracesetT", bound=Traceset)
 FileEntry = UploadFileSpec | Mapping[str, Any]
 Metadata = Mapping[str, Any] | pydantic.BaseModel
 

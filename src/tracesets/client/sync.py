@@ -44,6 +44,7 @@ from tracesets.client.models import (
     UploadUrlResponse,
 )
 from tracesets.client.progress import ProgressCallback, ProgressCounter
+from tracesets.client.protocol import TracesetT
 from tracesets.client.retry import RetryPolicy
 from tracesets.client.state import UploadState, fingerprint
 
@@ -297,15 +298,18 @@ class Client:
     def complete(self, traceset_id: str) -> Traceset:
         """Mark an upload complete once every file has arrived whole."""
         response = self._call("POST", protocol.traceset_path(traceset_id, "complete"), "complete")
-        return protocol.parse(Traceset, response, "complete")
+        return self._whole(protocol.parse(Traceset, response, "complete"))
 
     def get_traceset(self, traceset_id: str) -> Traceset:
         """The traceset with every one of its files, fetched page after page past the first."""
         response = self._call("GET", protocol.traceset_path(traceset_id), "get traceset")
-        traceset = protocol.parse(Traceset, response, "get traceset")
+        return self._whole(protocol.parse(Traceset, response, "get traceset"))
+
+    def _whole(self, traceset: TracesetT) -> TracesetT:
+        """The traceset with the files past its first page too (an answer holds one page)."""
         if traceset.filesNextCursor is None:
             return traceset
-        rest = list(self.iter_files(traceset_id, traceset.filesNextCursor))
+        rest = list(self.iter_files(traceset.id, traceset.filesNextCursor))
         return traceset.model_copy(
             update={"files": [*traceset.files, *rest], "filesNextCursor": None}
         )
@@ -366,7 +370,7 @@ class Client:
             "promote",
             body=protocol.promote_body(workload_metadata),
         )
-        return protocol.parse(PromotedTraceset, response, "promote")
+        return self._whole(protocol.parse(PromotedTraceset, response, "promote"))
 
     def download(
         self,
