@@ -1,9 +1,10 @@
 """Records to JSON bytes. Stored metadata goes out as stored, never re-encoded.
 
-Every answer is bounded whatever was uploaded: a list item counts its files instead of
-listing them, and a page of the list stops at ``LIST_PAGE_BYTES``; one traceset's answer lists its files up to a page (``FILES_PAGE_LIMIT``
-files or ``FILES_PAGE_BYTES`` of their JSON, whichever comes first) and names the
-cursor of the rest; an inspection's lists are cut past ``INSPECTION_LIST_BYTES`` each.
+Answers about tracesets are bounded whatever was uploaded: a list item counts its files
+instead of listing them, and a page of the list stops at ``LIST_PAGE_BYTES``; one
+traceset's answer lists its files up to a page (``FILES_PAGE_LIMIT`` files or
+``FILES_PAGE_BYTES`` of their JSON, whichever comes first) and names the cursor of the
+rest; an inspection's lists are cut past ``INSPECTION_LIST_BYTES`` each.
 """
 
 from __future__ import annotations
