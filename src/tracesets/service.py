@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Final
 
 from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
@@ -51,6 +52,22 @@ class UploadStatus:
     traceset: Traceset
     received: list[str]
     uploads: list[UploadTarget]
+    next_idx: int | None = None  # the first file not in this page, if any
+
+
+#: A page of upload status stops once its names and signed URLs pass this many bytes
+#: (a multipart file on S3 may hold 1,000 part URLs).
+UPLOAD_STATUS_PAGE_BYTES: Final = 4 * 1024 * 1024
+
+
+def _plan_bytes(name: str, plan: UploadPlan | None) -> int:
+    """About what one file adds to an upload status answer: its name, its URLs."""
+    size = 6 * len(name.encode()) + 200  # a name escaped at worst, and the entry's members
+    if plan is not None:
+        size += len(plan.url or "") + sum(len(k) + len(v) + 6 for k, v in plan.headers.items())
+        for part in plan.parts or ():
+            size += len(part.url) + 100 + sum(len(k) + len(v) + 6 for k, v in part.headers.items())
+    return size
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,15 +268,36 @@ class TracesetService:
         """Fresh URLs for whatever has not arrived; records new multipart uploads."""
         return self.upload_status(traceset.workspace, traceset.id, base_url).uploads
 
-    def upload_status(self, workspace: str, traceset_id: str, base_url: str) -> UploadStatus:
-        """What has arrived, and fresh URLs for the rest (only the missing parts)."""
+    def upload_status(
+        self,
+        workspace: str,
+        traceset_id: str,
+        base_url: str,
+        *,
+        cursor: str | None = None,
+        limit: int | None = None,
+    ) -> UploadStatus:
+        """What has arrived, and fresh URLs for the rest (only the missing parts).
+
+        With a ``limit``, one page: files in index order from the cursor on, at most
+        ``limit`` of them and about ``UPLOAD_STATUS_PAGE_BYTES`` of names and URLs.
+        """
+        start = decode_cursor(cursor, "f1") if cursor is not None else 0
         traceset = self.get(workspace, traceset_id)
+        files = traceset.files[start:]
         if traceset.status != "pending":
-            return UploadStatus(traceset, [f.name for f in traceset.files], [])
+            page = files if limit is None else files[:limit]
+            following = files[len(page)].idx if len(page) < len(files) else None
+            return UploadStatus(traceset, [f.name for f in page], [], following)
         received: list[str] = []
         uploads: list[UploadTarget] = []
         restarted: list[tuple[int, UploadPlan]] = []
-        for f in traceset.files:
+        used = 0
+        next_idx: int | None = None
+        for f in files:
+            if limit is not None and len(received) + len(uploads) == limit:
+                next_idx = f.idx
+                break
             plan = self.store.resume_upload(
                 blob_key(traceset.id, f.idx),
                 size=f.size,
@@ -268,12 +306,16 @@ class TracesetService:
                 part_size=f.part_size,
                 base_url=base_url,
             )
+            if plan is not None and plan.upload_id != f.upload_id:
+                restarted.append((f.idx, plan))  # kept even when cut: the next page lists it
+            used += _plan_bytes(f.name, plan)
+            if limit is not None and (received or uploads) and used > UPLOAD_STATUS_PAGE_BYTES:
+                next_idx = f.idx
+                break
             if plan is None:
                 received.append(f.name)
-                continue
-            uploads.append(UploadTarget(f.name, f.role, plan))
-            if plan.upload_id != f.upload_id:
-                restarted.append((f.idx, plan))
+            else:
+                uploads.append(UploadTarget(f.name, f.role, plan))
         if restarted:
             with self.db.write() as conn:
                 for idx, plan in restarted:
@@ -284,7 +326,7 @@ class TracesetService:
                         upload_id=plan.upload_id,
                         part_size=plan.part_size,
                     )
-        return UploadStatus(traceset, received, uploads)
+        return UploadStatus(traceset, received, uploads, next_idx)
 
     def complete(self, workspace: str, traceset_id: str) -> Traceset:
         traceset = self.get(workspace, traceset_id)

@@ -171,6 +171,11 @@ class UploadStatus(BaseModel):
         description="Fresh URLs for every file not yet whole; for multipart files, only the "
         "parts still missing."
     )
+    nextCursor: str | None = Field(
+        default=None,
+        description="null when this page reached the last file; else pass it as `cursor` for "
+        "the files after it.",
+    )
 
 
 class TracesetFile(BaseModel):

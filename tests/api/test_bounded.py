@@ -234,3 +234,28 @@ def test_signed_downloads_are_never_recompressed(local_api: httpx.Client) -> Non
         assert int(got.headers["content-length"]) == len(data)
         raw = b"".join(got.iter_raw())
     assert hashlib.sha256(raw).hexdigest() == hashlib.sha256(data).hexdigest()
+
+
+def test_upload_status_pages_10000_files_each_once(
+    server_api: httpx.Client, huge: dict[str, Any]
+) -> None:
+    seen: list[str] = []
+    cursor = None
+    pages = 0
+    while True:
+        params: dict[str, Any] = {} if cursor is None else {"cursor": cursor}
+        answer = server_api.get(f"/api/v1/tracesets/{huge['id']}/uploads", params=params)
+        assert answer.status_code == 200, answer.text[:300]
+        assert len(answer.content) < BOUND
+        body = answer.json()
+        assert body["received"] == []
+        seen += [u["name"] for u in body["uploads"]]
+        assert all(u["url"] or u["parts"] for u in body["uploads"])
+        cursor = body["nextCursor"]
+        pages += 1
+        if cursor is None:
+            break
+    assert seen == huge["names"]
+    assert pages >= FILES // 1_000
+    small = server_api.get(f"/api/v1/tracesets/{huge['id']}/uploads", params={"limit": 3})
+    assert [u["name"] for u in small.json()["uploads"]] == huge["names"][:3]

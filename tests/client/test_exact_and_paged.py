@@ -88,6 +88,8 @@ def test_get_traceset_brings_every_file_past_the_first_page(
         assert len(first["files"]) == 1_000
         rest = [f.name for f in client.iter_files(made, first["filesNextCursor"])]
         assert rest == names[1_000:]
+        status = client.upload_status(made)
+        assert [u.name for u in status.uploads] == names and status.nextCursor is None
 
 
 def test_the_async_client_pages_through_files(
@@ -101,5 +103,7 @@ def test_the_async_client_pages_through_files(
             assert [f.name for f in got.files] == names
             assert got.filesNextCursor is None
             assert [f.name async for f in client.iter_files(made)] == names
+            status = await client.upload_status(made)
+            assert [u.name for u in status.uploads] == names and status.nextCursor is None
 
     asyncio.run(read())

@@ -177,6 +177,9 @@ TABLE: dict[tuple[str, int], Callable[[Reach], httpx.Response]] = {
     ),
     ("request_upload_urls", 422): idempotency_conflict,
     ("get_upload_status", 200): lambda r: _send(r, ROUTES["get_upload_status"](r)),
+    ("get_upload_status", 400): lambda r: _send(
+        r, ("GET", f"/api/v1/tracesets/{r.pending()}/uploads?limit=0", {})
+    ),
     ("complete_traceset", 200): lambda r: _send(r, ROUTES["complete_traceset"](r)),
     ("complete_traceset", 409): lambda r: _send(
         r, ("POST", f"/api/v1/tracesets/{r.pending()}/complete", {})

@@ -199,6 +199,7 @@ def upload_status(status: UploadStatus) -> dict[str, Any]:
         "status": status.traceset.status,
         "received": status.received,
         "uploads": [upload_target(u) for u in status.uploads],
+        "nextCursor": None if status.next_idx is None else encode_file_cursor(status.next_idx),
     }
 
 

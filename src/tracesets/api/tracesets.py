@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Header, Query, Response
@@ -86,14 +87,28 @@ async def request_upload_urls(
     summary="What has arrived, and fresh URLs for the rest",
     description="For a pending traceset: the files whose bytes have all arrived, and fresh "
     "upload URLs for every other file (for multipart files, only the parts still missing), so "
-    "an interrupted or expired upload resumes instead of starting over.",
+    "an interrupted or expired upload resumes instead of starting over. Files in index "
+    "order, a page at a time (up to `limit` files and about 4 MiB of names and URLs): pass "
+    "`nextCursor` as `cursor` until it is null.",
     response_model=UploadStatus,
-    responses=errors(401, 403, 404, 429),
+    responses=errors(400, 401, 403, 404, 429),
 )
 async def get_upload_status(
-    service: Service, workspace: ReadWorkspace, traceset_id: TracesetId, base: BaseURL
+    service: Service,
+    workspace: ReadWorkspace,
+    traceset_id: TracesetId,
+    base: BaseURL,
+    limit: Annotated[
+        int,
+        Query(ge=1, le=render.FILES_PAGE_LIMIT, description="Most files a page, 1 to 1,000."),
+    ] = render.FILES_PAGE_LIMIT,
+    cursor: Annotated[
+        str | None, Query(max_length=64, description="nextCursor of the previous page.")
+    ] = None,
 ) -> Response:
-    status = await run_in_threadpool(service.upload_status, workspace, traceset_id, base)
+    status = await run_in_threadpool(
+        partial(service.upload_status, cursor=cursor, limit=limit), workspace, traceset_id, base
+    )
     return render.json_response(render.upload_status(status))
 
 

@@ -213,10 +213,21 @@ class AsyncClient:
         return done
 
     async def upload_status(self, traceset_id: str) -> UploadStatus:
-        response = await self._call(
-            "GET", protocol.traceset_path(traceset_id, "uploads"), "uploads"
-        )
-        return protocol.parse(UploadStatus, response, "uploads")
+        """What of a pending upload has arrived, and fresh URLs for the rest (every page)."""
+        whole: UploadStatus | None = None
+        cursor: str | None = None
+        while True:
+            response = await self._call(
+                "GET",
+                protocol.traceset_path(traceset_id, "uploads"),
+                "uploads",
+                params=protocol.files_params(cursor),
+            )
+            page = protocol.parse(UploadStatus, response, "uploads")
+            whole = page if whole is None else protocol.joined(whole, page)
+            if page.nextCursor is None:
+                return whole.model_copy(update={"nextCursor": None})
+            cursor = page.nextCursor
 
     async def resume_upload(
         self,

@@ -17,7 +17,7 @@ from tracesets import jsontext
 from tracesets.client.errors import ClientError
 from tracesets.problems import TracesetsError
 from tracesets.uploadrequest import read_upload_request
-from tracesets.wire import Traceset, UploadFileSpec
+from tracesets.wire import Traceset, UploadFileSpec, UploadStatus
 
 TRACESETS: Final = "/api/v1/tracesets"
 MAX_PAGE: Final = 500
@@ -131,3 +131,13 @@ def parse(model: type[Model], response: httpx.Response, what: str) -> Model:
 
 def files_params(cursor: str | None) -> dict[str, str | int]:
     return {"limit": FILES_PAGE} if cursor is None else {"limit": FILES_PAGE, "cursor": cursor}
+
+
+def joined(first: UploadStatus, then: UploadStatus) -> UploadStatus:
+    """Two pages of upload status as one."""
+    return then.model_copy(
+        update={
+            "received": [*first.received, *then.received],
+            "uploads": [*first.uploads, *then.uploads],
+        }
+    )

@@ -242,9 +242,21 @@ class Client:
         return done
 
     def upload_status(self, traceset_id: str) -> UploadStatus:
-        """What of a pending upload has arrived, and fresh URLs for the rest."""
-        response = self._call("GET", protocol.traceset_path(traceset_id, "uploads"), "uploads")
-        return protocol.parse(UploadStatus, response, "uploads")
+        """What of a pending upload has arrived, and fresh URLs for the rest (every page)."""
+        whole: UploadStatus | None = None
+        cursor: str | None = None
+        while True:
+            response = self._call(
+                "GET",
+                protocol.traceset_path(traceset_id, "uploads"),
+                "uploads",
+                params=protocol.files_params(cursor),
+            )
+            page = protocol.parse(UploadStatus, response, "uploads")
+            whole = page if whole is None else protocol.joined(whole, page)
+            if page.nextCursor is None:
+                return whole.model_copy(update={"nextCursor": None})
+            cursor = page.nextCursor
 
     def resume_upload(
         self,
