@@ -157,6 +157,15 @@ def dumps(value: JsonValue) -> bytes:
         raise JsonError(f"The value cannot be stored as UTF-8 JSON: {exc}") from None
 
 
+def dumps_indented(value: JsonValue) -> str:
+    """For people: indented by two, numbers exactly as given, datetimes in UTC with ``Z``."""
+    try:
+        text = orjson.dumps(value, default=_default, option=orjson.OPT_INDENT_2 | orjson.OPT_UTC_Z)
+    except orjson.JSONEncodeError as exc:
+        raise JsonError(f"The value cannot be written as UTF-8 JSON: {exc}") from None
+    return text.decode()
+
+
 def is_whole_number(value: JsonValue) -> bool:
     """An integer literal (``2``, not ``2.0``, ``2e0``, ``"2"`` or ``true``)."""
     return (type(value) is int) or (isinstance(value, JsonNumber) and value.is_integer)

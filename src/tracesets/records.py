@@ -37,7 +37,18 @@ class InspectionRecord:
 
 
 @dataclass(frozen=True, slots=True)
-class Traceset:
+class FileSummary:
+    """A traceset's files counted, not listed: what a list item shows of them."""
+
+    count: int
+    bytes: int
+    received: int
+
+
+@dataclass(frozen=True, slots=True)
+class TracesetHead:
+    """A traceset without its files: what every answer about it starts with."""
+
     seq: int
     id: str
     workspace: str
@@ -49,8 +60,33 @@ class Traceset:
     promoted_at: datetime | None
     workload_metadata: bytes | None  # compact JSON text exactly as stored
     rank_count: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class ListedTraceset(TracesetHead):
+    """A list item: the file summary and the inspection's status, never a file's row.
+
+    ``inspection_ok`` is the stored verdict (done and nothing disagrees); both are None
+    when the traceset has no inspection.
+    """
+
+    file_summary: FileSummary
+    inspection_status: str | None
+    inspection_ok: bool | None
+
+
+@dataclass(frozen=True, slots=True)
+class Traceset(TracesetHead):
     files: list[StoredFile]
     inspection: InspectionRecord | None = None
+
+    @property
+    def file_summary(self) -> FileSummary:
+        return FileSummary(
+            count=len(self.files),
+            bytes=sum(f.size for f in self.files),
+            received=sum(1 for f in self.files if f.received),
+        )
 
     def file_named(self, name: str) -> StoredFile | None:
         return next((f for f in self.files if f.name == name), None)

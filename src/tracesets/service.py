@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Final
 
 from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
@@ -29,7 +30,7 @@ from tracesets.db.queries import ListFilter
 from tracesets.inspection_queue import inspection_warnings
 from tracesets.jsontext import JsonValue
 from tracesets.problems import Conflict, InvalidRequest, NotFound, Problem, Unprocessable
-from tracesets.records import StoredFile, Traceset
+from tracesets.records import ListedTraceset, StoredFile, Traceset
 from tracesets.storage.base import BlobStore, UploadIncomplete, UploadPlan
 from tracesets.uploadrequest import (
     FileSpec,
@@ -58,11 +59,27 @@ class UploadStatus:
     traceset: Traceset
     received: list[str]
     uploads: list[UploadTarget]
+    next_idx: int | None = None  # the first file not in this page, if any
+
+
+#: A page of upload status stops once its names and signed URLs pass this many bytes
+#: (a multipart file on S3 may hold 1,000 part URLs).
+UPLOAD_STATUS_PAGE_BYTES: Final = 4 * 1024 * 1024
+
+
+def _plan_bytes(name: str, plan: UploadPlan | None) -> int:
+    """About what one file adds to an upload status answer: its name, its URLs."""
+    size = 6 * len(name.encode()) + 200  # a name escaped at worst, and the entry's members
+    if plan is not None:
+        size += len(plan.url or "") + sum(len(k) + len(v) + 6 for k, v in plan.headers.items())
+        for part in plan.parts or ():
+            size += len(part.url) + 100 + sum(len(k) + len(v) + 6 for k, v in part.headers.items())
+    return size
 
 
 @dataclass(frozen=True, slots=True)
 class Page:
-    items: list[Traceset]
+    items: list[ListedTraceset]
     next_cursor: str | None
 
 
@@ -78,13 +95,18 @@ def encode_cursor(seq: int) -> str:
     return base64.urlsafe_b64encode(f"v1:{seq}".encode()).decode().rstrip("=")
 
 
-def decode_cursor(cursor: str) -> int:
+def encode_file_cursor(idx: int) -> str:
+    """The cursor of a files page that starts at the file of index ``idx``."""
+    return base64.urlsafe_b64encode(f"f1:{idx}".encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str, version_wanted: str = "v1") -> int:
     try:
         text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
     except (binascii.Error, UnicodeDecodeError, ValueError):
         text = ""
     version, _, seq = text.partition(":")
-    if version != "v1" or not seq.isdigit() or len(seq) > 19:
+    if version != version_wanted or not (seq.isascii() and seq.isdigit()) or len(seq) > 19:
         raise InvalidRequest.of(
             [
                 Problem(
@@ -272,31 +294,45 @@ class TracesetService:
         return self.upload_status(traceset.workspace, traceset.id, base_url).uploads
 
     def upload_status(
-        self, workspace: str, traceset_id: str, base_url: str, *, with_urls: bool = True
+        self,
+        workspace: str,
+        traceset_id: str,
+        base_url: str,
+        *,
+        with_urls: bool = True,
+        cursor: str | None = None,
+        limit: int | None = None,
     ) -> UploadStatus:
         """What has arrived, and fresh URLs for the rest (only the missing parts).
 
+        With a ``limit``, one page: files in index order from the cursor on, at most
+        ``limit`` of them and about ``UPLOAD_STATUS_PAGE_BYTES`` of names and URLs.
         Without ``with_urls`` (a caller who may not upload) only what has arrived, and
         nothing is started or recorded in the store.
         """
+        start = decode_cursor(cursor, "f1") if cursor is not None else 0
         traceset = self.get(workspace, traceset_id)
-        if traceset.status != "pending":
-            return UploadStatus(traceset, [f.name for f in traceset.files], [])
-        if not with_urls:
+        files = traceset.files[start:]
+        if traceset.status != "pending" or not with_urls:
+            page = files if limit is None else files[:limit]
+            following = files[len(page)].idx if len(page) < len(files) else None
             arrived = [
-                f.name
-                for f in traceset.files
-                if self.store.arrived(
-                    blob_key(traceset.id, f.idx),
-                    size=f.size,
-                    sha256=f.expected_sha256,
-                    upload_id=f.upload_id,
-                    part_size=f.part_size,
-                )
+                f.name for f in page if traceset.status != "pending" or self._arrived(traceset, f)
             ]
-            return UploadStatus(traceset, arrived, [])
-        received, uploads = self._targets(traceset.id, traceset.seq, traceset.files, base_url)
-        return UploadStatus(traceset, received, uploads)
+            return UploadStatus(traceset, arrived, [], following)
+        received, uploads, next_idx = self._targets(
+            traceset.id, traceset.seq, files, base_url, limit=limit
+        )
+        return UploadStatus(traceset, received, uploads, next_idx)
+
+    def _arrived(self, traceset: Traceset, f: StoredFile) -> bool:
+        return self.store.arrived(
+            blob_key(traceset.id, f.idx),
+            size=f.size,
+            sha256=f.expected_sha256,
+            upload_id=f.upload_id,
+            part_size=f.part_size,
+        )
 
     def _targets(
         self,
@@ -305,14 +341,23 @@ class TracesetService:
         stored: list[StoredFile],
         base_url: str,
         new: frozenset[int] = frozenset(),
-    ) -> tuple[list[str], list[UploadTarget]]:
-        """Of ``stored``: the names whose bytes are all in the store, and an upload entry for
-        every other file. Files of index in ``new`` were just declared: the store is not
-        asked what it holds of them. A multipart upload started here is recorded."""
+        *,
+        limit: int | None = None,
+    ) -> tuple[list[str], list[UploadTarget], int | None]:
+        """Of ``stored``: the names whose bytes are all in the store, an upload entry for
+        every other file, and the index a next page starts at (with a ``limit``, or past
+        about ``UPLOAD_STATUS_PAGE_BYTES``). Files of index in ``new`` were just declared:
+        the store is not asked what it holds of them. A multipart upload started here is
+        recorded."""
         received: list[str] = []
         uploads: list[UploadTarget] = []
         restarted: list[tuple[int, UploadPlan]] = []
+        used = 0
+        next_idx: int | None = None
         for f in stored:
+            if limit is not None and len(received) + len(uploads) == limit:
+                next_idx = f.idx
+                break
             key = blob_key(traceset_id, f.idx)
             plan = (
                 self.store.plan_upload(
@@ -328,19 +373,23 @@ class TracesetService:
                     base_url=base_url,
                 )
             )
+            if plan is not None and plan.upload_id != f.upload_id:
+                restarted.append((f.idx, plan))  # kept even when cut: the next page lists it
+            used += _plan_bytes(f.name, plan)
+            if limit is not None and (received or uploads) and used > UPLOAD_STATUS_PAGE_BYTES:
+                next_idx = f.idx
+                break
             if plan is None:
                 received.append(f.name)
-                continue
-            uploads.append(UploadTarget(f.name, f.role, plan))
-            if plan.upload_id != f.upload_id:
-                restarted.append((f.idx, plan))
+            else:
+                uploads.append(UploadTarget(f.name, f.role, plan))
         if restarted:
             with self.db.write() as conn:
                 for idx, plan in restarted:
                     queries.set_upload(
                         conn, seq=seq, idx=idx, upload_id=plan.upload_id, part_size=plan.part_size
                     )
-        return received, uploads
+        return received, uploads, next_idx
 
     def add_files(
         self, workspace: str, traceset_id: str, body: bytes, base_url: str
@@ -516,6 +565,17 @@ class TracesetService:
         if len(items) > limit:
             return Page(items[:limit], encode_cursor(items[limit - 1].seq))
         return Page(items, None)
+
+    def files_from(
+        self, workspace: str, traceset_id: str, *, cursor: str | None, limit: int
+    ) -> list[StoredFile]:
+        """Up to ``limit`` files from the cursor on, in index order (the route cuts the page)."""
+        start = decode_cursor(cursor, "f1") if cursor is not None else 0
+        with self.db.read() as conn:
+            head = queries.get_head(conn, workspace=workspace, traceset_id=traceset_id)
+            if head is None:
+                raise _not_found(traceset_id)
+            return queries.files_from(conn, seq=head.seq, start=start, limit=limit)
 
     # -- promote ----------------------------------------------------------------------
 

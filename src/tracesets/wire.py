@@ -182,6 +182,11 @@ class UploadStatus(BaseModel):
         description="Fresh URLs for every file not yet whole; for multipart files, only the "
         "parts still missing."
     )
+    nextCursor: str | None = Field(
+        default=None,
+        description="null when this page reached the last file; else pass it as `cursor` for "
+        "the files after it.",
+    )
 
 
 class TracesetFile(BaseModel):
@@ -223,9 +228,24 @@ class Inspection(BaseModel):
     unreadable: list[str]
     warnings: list[str] = Field(description="Every disagreement with rankCountDerived, in words.")
     files: list[InspectedFile]
+    truncated: bool = Field(
+        default=False,
+        description="True when the lists were cut to keep the answer bounded (each keeps its "
+        "first 256 KiB of JSON once the inspection passes 2 MiB); the counts stay exact.",
+    )
 
 
-class Traceset(BaseModel):
+class InspectionVerdict(BaseModel):
+    """A list item's view of the inspection: where it stands, and whether all agrees."""
+
+    status: Literal["pending", "done", "failed"]
+    ok: bool | None = Field(
+        description="true: the traces agree with the declaration; false: they disagree, or "
+        "inspection failed; null while pending."
+    )
+
+
+class _TracesetHead(BaseModel):
     id: str
     name: str
     description: str | None
@@ -233,7 +253,20 @@ class Traceset(BaseModel):
     createdAt: datetime
     updatedAt: datetime
     promotedAt: datetime | None
-    files: list[TracesetFile]
+    fileCount: int = Field(description="How many files the traceset holds.")
+    fileBytes: int = Field(description="Their sizes added up, in bytes.")
+    filesReceived: int = Field(description="How many of them have arrived whole.")
+
+
+class Traceset(_TracesetHead):
+    files: list[TracesetFile] = Field(
+        description="In index order (as declared): every file when they fit in one page (1,000 "
+        "files and 2 MiB of JSON), else the first page; filesNextCursor names the rest."
+    )
+    filesNextCursor: str | None = Field(
+        description="null when files lists them all; else pass it as `cursor` to "
+        "GET /api/v1/tracesets/{id}/files for the next page."
+    )
     workloadMetadata: dict[str, Any] | None = Field(
         description="Exactly as stored: same members, order and number literals."
     )
@@ -242,6 +275,30 @@ class Traceset(BaseModel):
     )
     inspection: Inspection | None = Field(
         default=None, description="null until the traceset is complete, or without primary files."
+    )
+
+
+class TracesetSummary(_TracesetHead):
+    """A list item: the traceset with its files counted, not listed."""
+
+    workloadMetadata: dict[str, Any] | None = Field(
+        description="Exactly as stored: same members, order and number literals."
+    )
+    rankCountDerived: int | None = Field(
+        description="The declared rank count; null when nothing is declared. Never changes."
+    )
+    inspection: InspectionVerdict | None = Field(
+        description="null until the traceset is complete, or without primary files. GET the "
+        "traceset for what the inspection found."
+    )
+
+
+class FileList(BaseModel):
+    """One page of a traceset's files, in index order."""
+
+    items: list[TracesetFile]
+    nextCursor: str | None = Field(
+        description="Pass as `cursor` for the next page; null on the last."
     )
 
 
@@ -265,7 +322,7 @@ class PromotedTraceset(Traceset):
 
 
 class TracesetList(BaseModel):
-    items: list[Traceset]
+    items: list[TracesetSummary]
     nextCursor: str | None = Field(
         description="Pass as `cursor` for the next page; null on the last."
     )

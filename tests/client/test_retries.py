@@ -39,7 +39,11 @@ def traceset_json(traceset_id: str, status: str = "ready") -> dict[str, Any]:
         "createdAt": NOW,
         "updatedAt": NOW,
         "promotedAt": None,
+        "fileCount": 0,
+        "fileBytes": 0,
+        "filesReceived": 0,
         "files": [],
+        "filesNextCursor": None,
         "workloadMetadata": {"shape": {"rankCount": 1}},
         "rankCountDerived": 1,
     }

@@ -111,6 +111,7 @@ ROUTES: dict[str, Callable[[Reach], Request]] = {
     "list_tracesets": lambda r: ("GET", "/api/v1/tracesets", {}),
     "promote_traceset": lambda r: ("POST", f"/api/v1/tracesets/{r.ready()}/promote", {"json": {}}),
     "download_file": lambda r: ("GET", f"/api/v1/tracesets/{r.ready()}/files/rank0.json", {}),
+    "list_files": lambda r: ("GET", f"/api/v1/tracesets/{r.ready()}/files", {}),
     "healthz": lambda r: ("GET", "/healthz", {}),
 }
 
@@ -125,6 +126,7 @@ OTHER_SCOPE = {
     "get_traceset": "promote",
     "list_tracesets": "promote",
     "download_file": "promote",
+    "list_files": "promote",
 }
 
 
@@ -304,6 +306,9 @@ TABLE: dict[tuple[str, int], Callable[[Reach], httpx.Response]] = {
         r, ("POST", f"/api/v1/tracesets/{r.pending()}/files", {"content": HUGE, "headers": JSON})
     ),
     ("get_upload_status", 200): lambda r: _send(r, ROUTES["get_upload_status"](r)),
+    ("get_upload_status", 400): lambda r: _send(
+        r, ("GET", f"/api/v1/tracesets/{r.pending()}/uploads?limit=0", {})
+    ),
     ("complete_traceset", 200): lambda r: _send(r, ROUTES["complete_traceset"](r)),
     ("complete_traceset", 409): lambda r: _send(
         r, ("POST", f"/api/v1/tracesets/{r.pending()}/complete", {})
@@ -335,6 +340,10 @@ TABLE: dict[tuple[str, int], Callable[[Reach], httpx.Response]] = {
         r, ("GET", f"/api/v1/tracesets/{r.ready()}/files/no-such-file", {})
     ),
     ("download_file", 409): pending_file,
+    ("list_files", 200): lambda r: _send(r, ROUTES["list_files"](r)),
+    ("list_files", 400): lambda r: _send(
+        r, ("GET", f"/api/v1/tracesets/{r.ready()}/files?limit=0", {})
+    ),
     ("upload_file", 200): lambda r: put_bytes(*r.signed("PUT")),
     ("upload_file", 400): lambda r: put_bytes(r.signed("PUT")[0], b"other bytes"),
     ("upload_file", 409): late_put,

@@ -195,3 +195,23 @@ def test_every_step_works_from_the_keyboard(tab: Tab, api: httpx.Client) -> None
     page.keyboard.press("Enter")
     expect(page.locator(".notice.success")).to_contain_text("Promoted.")
     expect(page.locator(".title-row .badge")).to_have_text("promoted")
+
+
+def test_a_traceset_of_many_files_shows_a_page_of_them_and_the_rest_on_request(
+    tab: Tab, api: httpx.Client
+) -> None:
+    files = {f"rank-{i:04d}.json": b"" for i in range(1_205)}
+    upload_text(api, DECLARED_8, name="many ranks", files=files, complete=False)
+    tab.sign_in()
+    listed = tab.page.locator("table.tracesets tbody tr")
+    expect(listed.first).to_contain_text("1,205 files")
+    tab.open_traceset("many ranks")
+    page = tab.page
+    rows = page.locator("table.files tbody tr")
+    expect(rows).to_have_count(1_000)
+    expect(page.locator("#files-shown")).to_have_text("The first 1,000 of 1,205 files.")
+    page.get_by_role("button", name="Show 205 more").click()
+    expect(rows).to_have_count(1_205)
+    expect(rows.last).to_contain_text("rank-1204.json")
+    expect(page.locator("#more-files")).to_be_hidden()
+    expect(page.locator("#files-shown")).to_be_hidden()

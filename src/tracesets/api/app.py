@@ -19,6 +19,7 @@ from starlette.routing import Match
 
 from tracesets import tokens, web
 from tracesets.api import blobs, openapi, render, tracesets
+from tracesets.api.compression import CompressAnswers
 from tracesets.api.guards import (
     OUT_OF_DESCRIPTORS,
     UPLOAD_RETRY_AFTER,
@@ -256,5 +257,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return Health(status="ok")
 
     _install_error_handlers(app)
+    app.add_middleware(CompressAnswers)
     app.openapi = lambda: openapi.build(app)  # type: ignore[method-assign]
     return app

@@ -1,10 +1,17 @@
-"""Records to JSON bytes. Stored metadata goes out as stored, never re-encoded."""
+"""Records to JSON bytes. Stored metadata goes out as stored, never re-encoded.
+
+Answers about tracesets are bounded whatever was uploaded: a list item counts its files
+instead of listing them, and a page of the list stops at ``LIST_PAGE_BYTES``; one
+traceset's answer lists its files up to a page (``FILES_PAGE_LIMIT`` files or
+``FILES_PAGE_BYTES`` of their JSON, whichever comes first) and names the cursor of the
+rest; an inspection's lists are cut past ``INSPECTION_LIST_BYTES`` each.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 import orjson
 from fastapi import Response
@@ -12,8 +19,27 @@ from fastapi import Response
 from tracesets import jsontext
 from tracesets.inspection.report import empty_json
 from tracesets.problems import Problem, TracesetsError
-from tracesets.records import InspectionRecord, Traceset
-from tracesets.service import Page, UploadStatus, UploadTarget
+from tracesets.records import InspectionRecord, ListedTraceset, StoredFile, Traceset, TracesetHead
+from tracesets.service import (
+    Page,
+    UploadStatus,
+    UploadTarget,
+    encode_cursor,
+    encode_file_cursor,
+)
+
+#: Most files in one page: the files route's largest ``limit``, and what GET embeds.
+FILES_PAGE_LIMIT: Final = 1_000
+#: A page of files stops before its JSON passes this many bytes (names of 1,024
+#: control characters are 6 KiB each once escaped).
+FILES_PAGE_BYTES: Final = 2 * 1024 * 1024
+#: A page of the list stops before its JSON passes this many bytes (each item may hold
+#: 64 KiB of metadata and a 16,384-character description).
+LIST_PAGE_BYTES: Final = 4 * 1024 * 1024
+#: An inspection whose stored JSON is at most this long goes out as stored.
+INSPECTION_EMBED_BYTES: Final = 2 * 1024 * 1024
+#: Past that, each of its lists keeps its first items up to this many bytes of JSON.
+INSPECTION_LIST_BYTES: Final = 256 * 1024
 
 PROBLEM_JSON = "application/problem+json"
 
@@ -24,7 +50,7 @@ def timestamp(value: datetime | None) -> str | None:
     return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
 
 
-def traceset(t: Traceset) -> dict[str, Any]:
+def _head(t: TracesetHead) -> dict[str, Any]:
     return {
         "id": t.id,
         "name": t.name,
@@ -33,35 +59,115 @@ def traceset(t: Traceset) -> dict[str, Any]:
         "createdAt": timestamp(t.created_at),
         "updatedAt": timestamp(t.updated_at),
         "promotedAt": timestamp(t.promoted_at),
-        "files": [
-            {
-                "name": f.name,
-                "size": f.size,
-                "role": f.role,
-                "sha256": f.sha256 or f.sha256_declared,
-                "received": f.received,
-            }
-            for f in t.files
-        ],
+    }
+
+
+def _described(t: TracesetHead) -> dict[str, Any]:
+    return {
         "workloadMetadata": (
             orjson.Fragment(t.workload_metadata) if t.workload_metadata is not None else None
         ),
         "rankCountDerived": t.rank_count,
+    }
+
+
+def _file(f: StoredFile) -> bytes:
+    return orjson.dumps(
+        {
+            "name": f.name,
+            "size": f.size,
+            "role": f.role,
+            "sha256": f.sha256 or f.sha256_declared,
+            "received": f.received,
+        }
+    )
+
+
+def files_page(
+    files: Sequence[StoredFile], limit: int = FILES_PAGE_LIMIT
+) -> tuple[list[orjson.Fragment], str | None]:
+    """The first files, up to ``limit`` or ``FILES_PAGE_BYTES`` (at least one), and the
+    cursor of the first file left out (None when none is)."""
+    shown: list[orjson.Fragment] = []
+    used = 0
+    for f in files:
+        entry = _file(f)
+        used += len(entry) + 1
+        if len(shown) == limit or (shown and used > FILES_PAGE_BYTES):
+            return shown, encode_file_cursor(f.idx)
+        shown.append(orjson.Fragment(entry))
+    return shown, None
+
+
+def traceset(t: Traceset) -> dict[str, Any]:
+    """One traceset: every file when they fit in a page, else the first page and a cursor."""
+    counted = t.file_summary
+    shown, rest = files_page(t.files[: FILES_PAGE_LIMIT + 1])
+    return {
+        **_head(t),
+        "fileCount": counted.count,
+        "fileBytes": counted.bytes,
+        "filesReceived": counted.received,
+        "files": shown,
+        "filesNextCursor": rest,
+        **_described(t),
         "inspection": inspection(t.inspection),
     }
 
 
-#: A pending inspection shows every member, empty (less the opening brace: see below).
-_NOTHING_YET = empty_json([])[1:]
+def listed(t: ListedTraceset) -> dict[str, Any]:
+    """A list item: the files counted, the inspection's verdict; nothing that grows."""
+    counted = t.file_summary
+    brief = None
+    if t.inspection_status is not None:
+        status = "pending" if t.inspection_status == "running" else t.inspection_status
+        brief = {"status": status, "ok": t.inspection_ok}
+    return {
+        **_head(t),
+        "fileCount": counted.count,
+        "fileBytes": counted.bytes,
+        "filesReceived": counted.received,
+        **_described(t),
+        "inspection": brief,
+    }
+
+
+def within(items: Sequence[Any], budget: int) -> tuple[list[Any], bool]:
+    """The first items whose JSON fits in ``budget`` bytes; True when some were cut."""
+    kept: list[Any] = []
+    used = 0
+    for item in items:
+        used += len(orjson.dumps(item)) + 1
+        if used > budget:
+            return kept, True
+        kept.append(item)
+    return kept, False
+
+
+#: A pending inspection shows every member, empty.
+_NOTHING_YET = empty_json([])
 
 
 def inspection(record: InspectionRecord | None) -> orjson.Fragment | None:
-    """The stored inspection JSON behind its status; running shows as pending."""
+    """The stored inspection JSON behind its status; running shows as pending.
+
+    Past ``INSPECTION_EMBED_BYTES`` its lists are cut (``truncated`` says so); the
+    counts it holds (``missingRankCount``) stay exact.
+    """
     if record is None:
         return None
     status = "pending" if record.status == "running" else record.status
-    body = record.result[1:] if record.result is not None else _NOTHING_YET
-    return orjson.Fragment(b'{"status":"' + status.encode() + b'",' + body)
+    result = record.result if record.result is not None else _NOTHING_YET
+    truncated = False
+    if len(result) > INSPECTION_EMBED_BYTES:
+        members = orjson.loads(result)
+        for name, value in members.items():
+            if isinstance(value, list):
+                members[name], cut = within(value, INSPECTION_LIST_BYTES)
+                truncated = truncated or cut
+        result = orjson.dumps(members)
+    opening = b'{"status":"' + status.encode() + b'","truncated":' + orjson.dumps(truncated)
+    return orjson.Fragment(opening + b"," + result[1:])
 
 
 def upload_target(target: UploadTarget) -> dict[str, Any]:
@@ -93,11 +199,27 @@ def upload_status(status: UploadStatus) -> dict[str, Any]:
         "status": status.traceset.status,
         "received": status.received,
         "uploads": [upload_target(u) for u in status.uploads],
+        "nextCursor": None if status.next_idx is None else encode_file_cursor(status.next_idx),
     }
 
 
 def page(p: Page) -> dict[str, Any]:
-    return {"items": [traceset(t) for t in p.items], "nextCursor": p.next_cursor}
+    """A page of the list: ``limit`` items, or fewer when their JSON passes
+    ``LIST_PAGE_BYTES`` (64 KiB of metadata each); ``nextCursor`` follows the last shown."""
+    shown: list[orjson.Fragment] = []
+    used = 0
+    for before, t in enumerate(p.items):
+        item = orjson.dumps(listed(t))
+        used += len(item) + 1
+        if shown and used > LIST_PAGE_BYTES:
+            return {"items": shown, "nextCursor": encode_cursor(p.items[before - 1].seq)}
+        shown.append(orjson.Fragment(item))
+    return {"items": shown, "nextCursor": p.next_cursor}
+
+
+def file_list(files: Sequence[StoredFile], limit: int) -> dict[str, Any]:
+    shown, rest = files_page(files, limit)
+    return {"items": shown, "nextCursor": rest}
 
 
 def json_response(

@@ -25,6 +25,7 @@ from tracesets.db.queries import ListFilter
 from tracesets.problems import InvalidRequest, NotFound, Problem
 from tracesets.records import Status
 from tracesets.wire import (
+    FileList,
     PromotedTraceset,
     Traceset,
     TracesetList,
@@ -89,9 +90,11 @@ async def request_upload_urls(
     description="For a pending traceset: the files whose bytes have all arrived, and fresh "
     "upload URLs for every other file (for multipart files, only the parts still missing), so "
     "an interrupted or expired upload resumes instead of starting over. Upload URLs go only "
-    "to tokens with the `write` scope; with `read` alone, `uploads` is empty.",
+    "to tokens with the `write` scope; with `read` alone, `uploads` is empty. Files in index "
+    "order, a page at a time (up to `limit` files and about 4 MiB of names and URLs): pass "
+    "`nextCursor` as `cursor` until it is null.",
     response_model=UploadStatus,
-    responses=errors(401, 403, 404, 429),
+    responses=errors(400, 401, 403, 404, 429),
 )
 async def get_upload_status(
     service: Service,
@@ -99,9 +102,21 @@ async def get_upload_status(
     caller: Caller,
     traceset_id: TracesetId,
     base: BaseURL,
+    limit: Annotated[
+        int,
+        Query(ge=1, le=render.FILES_PAGE_LIMIT, description="Most files a page, 1 to 1,000."),
+    ] = render.FILES_PAGE_LIMIT,
+    cursor: Annotated[
+        str | None, Query(max_length=64, description="nextCursor of the previous page.")
+    ] = None,
 ) -> Response:
     status = await run_in_threadpool(
-        partial(service.upload_status, with_urls="write" in caller.scopes),
+        partial(
+            service.upload_status,
+            with_urls="write" in caller.scopes,
+            cursor=cursor,
+            limit=limit,
+        ),
         workspace,
         traceset_id,
         base,
@@ -259,7 +274,35 @@ async def promote_traceset(
     service: Service, workspace: PromoteWorkspace, traceset_id: TracesetId, body: Body
 ) -> Response:
     traceset, warnings = await run_in_threadpool(service.promote, workspace, traceset_id, body)
-    return render.json_response({**render.traceset(traceset), "warnings": warnings})
+    said, _ = render.within(warnings, render.INSPECTION_LIST_BYTES)
+    return render.json_response({**render.traceset(traceset), "warnings": said})
+
+
+@router.get(
+    "/{traceset_id}/files",
+    summary="Page through a traceset's files",
+    description="The files in index order (the order they were declared in), up to `limit` "
+    "(and 2 MiB of JSON) a page. Start without `cursor`, or with the traceset's "
+    "`filesNextCursor`; pass `nextCursor` as `cursor` until it is null.",
+    response_model=FileList,
+    responses=errors(400, 401, 403, 404, 429),
+)
+async def list_files(
+    service: Service,
+    workspace: ReadWorkspace,
+    traceset_id: TracesetId,
+    limit: Annotated[
+        int,
+        Query(ge=1, le=render.FILES_PAGE_LIMIT, description="Page size, 1 to 1,000."),
+    ] = render.FILES_PAGE_LIMIT,
+    cursor: Annotated[
+        str | None, Query(max_length=64, description="nextCursor of the previous page.")
+    ] = None,
+) -> Response:
+    found = await run_in_threadpool(
+        service.files_from, workspace, traceset_id, cursor=cursor, limit=limit + 1
+    )
+    return render.json_response(render.file_list(found, limit))
 
 
 @router.get(

@@ -9,6 +9,7 @@ import sys
 from typing import Any, Final, NoReturn
 
 import typer
+from pydantic import BaseModel
 from rich.console import Console
 from rich.filesize import decimal
 
@@ -33,6 +34,15 @@ def warn(text: str) -> None:
 
 def size(count: int) -> str:
     return decimal(count)
+
+
+def json_text(value: Any) -> str:
+    """Indented JSON with every number exactly as the service sent it (models included)."""
+    if isinstance(value, BaseModel):
+        value = value.model_dump()
+    elif isinstance(value, list):
+        value = [v.model_dump() if isinstance(v, BaseModel) else v for v in value]
+    return jsontext.dumps_indented(value)
 
 
 def shown(value: Any) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from itertools import islice
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any
@@ -13,10 +12,10 @@ from rich.table import Table
 
 from tracesets.cli import metadata, options
 from tracesets.cli.inspect import duplicated, missing_lines, ranks_list
-from tracesets.cli.output import REFUSED, error_lines, say, size, warn
+from tracesets.cli.output import REFUSED, error_lines, json_text, say, size, warn
 from tracesets.cli.progress import display
 from tracesets.cli.upload import summary
-from tracesets.client import Client, ClientError, ProgressCallback, Traceset
+from tracesets.client import Client, ClientError, ProgressCallback, Traceset, TracesetSummary
 from tracesets.client.progress import ProgressCounter
 from tracesets.inspection import Summary
 from tracesets.jobs import missing_ranks, ranges
@@ -27,11 +26,7 @@ MAX_RANKS_LISTED = 1 << 20
 TracesetId = Annotated[str, typer.Argument(help="The traceset's id.", show_default=False)]
 
 
-def _json(value: Any) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False)
-
-
-def _timestamp(traceset: Traceset) -> str:
+def _timestamp(traceset: TracesetSummary) -> str:
     return traceset.createdAt.strftime("%Y-%m-%d %H:%M")
 
 
@@ -46,7 +41,7 @@ def show(
         traceset = client.get_traceset(traceset_id)
         missing = _missing_ranks(client, traceset) if not as_json else None
     if as_json:
-        say(traceset.model_dump_json(indent=2))
+        say(json_text(traceset))
         return
     say(summary(traceset))
     if missing:
@@ -61,7 +56,7 @@ def show(
     for file in traceset.files:
         arrived = "" if file.received else "  (not received)"
         say(f"  {file.role:<10} {size(file.size):>10}  {file.name}{arrived}")
-    say("workloadMetadata: " + _json(traceset.workloadMetadata))
+    say("workloadMetadata: " + json_text(traceset.workloadMetadata))
     for line in inspection_lines(traceset):
         say(line)
 
@@ -150,14 +145,14 @@ def list_(
     more = bool(limit) and len(items) > limit
     items = items[:limit] if limit else items
     if as_json:
-        say(_json([t.model_dump(mode="json") for t in items]))
+        say(json_text(items))
     else:
         _table(items)
     if more:
         warn(f"(the newest {limit}; --limit 0 shows all)")
 
 
-def _table(items: list[Traceset]) -> None:
+def _table(items: list[TracesetSummary]) -> None:
     out = Console(highlight=False)
     if not out.is_terminal:
         out = Console(highlight=False, width=max(out.width, 200))
@@ -174,8 +169,8 @@ def _table(items: list[Traceset]) -> None:
             t.name,
             t.status,
             "" if t.rankCountDerived is None else str(t.rankCountDerived),
-            str(len(t.files)),
-            size(sum(f.size for f in t.files)),
+            str(t.fileCount),
+            size(t.fileBytes),
             _timestamp(t),
         )
     if items:
@@ -220,7 +215,7 @@ def promote(
         promoted = client.promote_traceset(traceset_id, new)
     for warning in promoted.warnings:
         warn(f"warning: {warning}")
-    say(promoted.model_dump_json(indent=2) if as_json else summary(promoted))
+    say(json_text(promoted) if as_json else summary(promoted))
 
 
 def download(

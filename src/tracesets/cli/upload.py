@@ -12,7 +12,7 @@ from tracesets import workload
 from tracesets.cli import metadata, options
 from tracesets.cli.inspect import inspect_local
 from tracesets.cli.job import upload_one_rank
-from tracesets.cli.output import REFUSED, error_lines, say, size, warn
+from tracesets.cli.output import REFUSED, error_lines, json_text, say, size, warn
 from tracesets.cli.progress import display
 from tracesets.client import ClientError, Traceset, protocol
 from tracesets.client.files import LocalFile, collect, total_size
@@ -227,7 +227,7 @@ def upload(
                 hash_progress=shown.hashed,
             )
     if as_json:
-        say(traceset.model_dump_json(indent=2))
+        say(json_text(traceset))
     else:
         say(summary(traceset))
 
@@ -284,13 +284,13 @@ def _refuse(error: ClientError) -> NoReturn:
 
 
 def summary(traceset: Traceset) -> str:
-    files = len(traceset.files)
+    files = traceset.fileCount
     ranks = (
         "no rank count"
         if traceset.rankCountDerived is None
         else f"{traceset.rankCountDerived} ranks"
     )
-    total = size(sum(f.size for f in traceset.files))
+    total = size(traceset.fileBytes)
     return (
         f"{traceset.id}  {json.dumps(traceset.name, ensure_ascii=False)}  {traceset.status}, "
         f"{files} file{'' if files == 1 else 's'}, {total}, {ranks}"

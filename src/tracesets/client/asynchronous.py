@@ -35,14 +35,18 @@ from tracesets.client.files import (
     total_size,
 )
 from tracesets.client.models import (
+    FileList,
     PromotedTraceset,
     Traceset,
+    TracesetFile,
     TracesetList,
+    TracesetSummary,
     UploadStatus,
     UploadTarget,
     UploadUrlResponse,
 )
 from tracesets.client.progress import ProgressCallback, ProgressCounter
+from tracesets.client.protocol import TracesetT
 from tracesets.client.retry import RetryPolicy
 from tracesets.client.state import UploadState, fingerprint
 from tracesets.client.sync import USER_AGENT
@@ -249,10 +253,21 @@ class AsyncClient:
             interval = min(interval * 1.5, 2.0)
 
     async def upload_status(self, traceset_id: str) -> UploadStatus:
-        response = await self._call(
-            "GET", protocol.traceset_path(traceset_id, "uploads"), "uploads"
-        )
-        return protocol.parse(UploadStatus, response, "uploads")
+        """What of a pending upload has arrived, and fresh URLs for the rest (every page)."""
+        whole: UploadStatus | None = None
+        cursor: str | None = None
+        while True:
+            response = await self._call(
+                "GET",
+                protocol.traceset_path(traceset_id, "uploads"),
+                "uploads",
+                params=protocol.files_params(cursor),
+            )
+            page = protocol.parse(UploadStatus, response, "uploads")
+            whole = page if whole is None else protocol.joined(whole, page)
+            if page.nextCursor is None:
+                return whole.model_copy(update={"nextCursor": None})
+            cursor = page.nextCursor
 
     async def resume_upload(
         self,
@@ -304,11 +319,40 @@ class AsyncClient:
         response = await self._call(
             "POST", protocol.traceset_path(traceset_id, "complete"), "complete"
         )
-        return protocol.parse(Traceset, response, "complete")
+        return await self._whole(protocol.parse(Traceset, response, "complete"))
 
     async def get_traceset(self, traceset_id: str) -> Traceset:
+        """The traceset with every one of its files, fetched page after page past the first."""
         response = await self._call("GET", protocol.traceset_path(traceset_id), "get traceset")
-        return protocol.parse(Traceset, response, "get traceset")
+        return await self._whole(protocol.parse(Traceset, response, "get traceset"))
+
+    async def _whole(self, traceset: TracesetT) -> TracesetT:
+        """The traceset with the files past its first page too (an answer holds one page)."""
+        if traceset.filesNextCursor is None:
+            return traceset
+        rest = [f async for f in self.iter_files(traceset.id, traceset.filesNextCursor)]
+        return traceset.model_copy(
+            update={"files": [*traceset.files, *rest], "filesNextCursor": None}
+        )
+
+    async def iter_files(
+        self, traceset_id: str, cursor: str | None = None
+    ) -> AsyncIterator[TracesetFile]:
+        """A traceset's files in index order (from ``cursor`` on, if given), one page of up
+        to 1,000 fetched at a time."""
+        while True:
+            response = await self._call(
+                "GET",
+                protocol.traceset_path(traceset_id, "files"),
+                "list files",
+                params=protocol.files_params(cursor),
+            )
+            page = protocol.parse(FileList, response, "list files")
+            for item in page.items:
+                yield item
+            if page.nextCursor is None:
+                return
+            cursor = page.nextCursor
 
     async def list_tracesets(
         self,
@@ -319,7 +363,7 @@ class AsyncClient:
         workload_name: str | None = None,
         global_batch_size: int | None = None,
         page_size: int = 100,
-    ) -> AsyncIterator[Traceset]:
+    ) -> AsyncIterator[TracesetSummary]:
         params = protocol.list_params(
             status=status,
             rank_count=rank_count,
@@ -346,7 +390,7 @@ class AsyncClient:
             "promote",
             body=protocol.promote_body(workload_metadata),
         )
-        return protocol.parse(PromotedTraceset, response, "promote")
+        return await self._whole(protocol.parse(PromotedTraceset, response, "promote"))
 
     async def download(
         self,

@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 import pydantic
 
+from tracesets import jsontext
 from tracesets.problems import Problem, TracesetsError
 from tracesets.wire import ProblemDetails
 
@@ -109,7 +110,7 @@ def _problem_details(response: httpx.Response) -> ProblemDetails | None:
         return None
     try:
         response.read()
-        body: Any = response.json()
+        body: Any = jsontext.loads(response.content)
         return ProblemDetails.model_validate(body)
     except (ValueError, pydantic.ValidationError, httpx.HTTPError, RuntimeError):
         return None

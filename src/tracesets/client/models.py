@@ -1,5 +1,8 @@
 """Typed results of the client: the service's own wire models (``tracesets.wire``).
 
+A list item (``TracesetSummary``) counts its files; a ``Traceset`` from
+``get_traceset`` lists them all (fetched page after page when there are many).
+
 An upload target is either one signed URL for the whole file, or (on S3 storage) a
 multipart upload: ``partSize`` and one signed URL per part. Always send the headers given.
 """
@@ -7,22 +10,26 @@ multipart upload: ``partSize`` and one signed URL per part. Always send the head
 from __future__ import annotations
 
 from tracesets.wire import (
+    FileList,
     PartTarget,
     PromotedTraceset,
     Traceset,
     TracesetFile,
     TracesetList,
+    TracesetSummary,
     UploadStatus,
     UploadTarget,
     UploadUrlResponse,
 )
 
 __all__ = [
+    "FileList",
     "PartTarget",
     "PromotedTraceset",
     "Traceset",
     "TracesetFile",
     "TracesetList",
+    "TracesetSummary",
     "UploadStatus",
     "UploadTarget",
     "UploadUrlResponse",

@@ -17,12 +17,15 @@ from tracesets import jsontext
 from tracesets.client.errors import ClientError
 from tracesets.problems import TracesetsError
 from tracesets.uploadrequest import read_file_additions, read_upload_request
-from tracesets.wire import Traceset, UploadFileSpec
+from tracesets.wire import Traceset, UploadFileSpec, UploadStatus
 
 TRACESETS: Final = "/api/v1/tracesets"
 MAX_PAGE: Final = 500
+#: Files asked for a page of the files route (its largest page).
+FILES_PAGE: Final = 1_000
 
 Model = TypeVar("Model", bound=pydantic.BaseModel)
+TracesetT = TypeVar("TracesetT", bound=Traceset)
 FileEntry = UploadFileSpec | Mapping[str, Any]
 Metadata = Mapping[str, Any] | pydantic.BaseModel
 
@@ -120,12 +123,18 @@ def file_path(traceset_id: str, name: str) -> str:
 
 
 def parse(model: type[Model], response: httpx.Response, what: str) -> Model:
+    """The answer read with the service's own exact JSON reader, then typed.
+
+    Stored metadata keeps every number as it was written: a 5,000-digit integer or
+    ``0.1000000000000000000001`` comes back as a ``jsontext.JsonNumber`` of its text.
+    """
     try:
-        return model.model_validate_json(response.content)
-    except pydantic.ValidationError as exc:
+        return model.model_validate(jsontext.loads(response.content))
+    except (pydantic.ValidationError, jsontext.JsonError) as exc:
+        why = exc.errors()[0]["msg"] if isinstance(exc, pydantic.ValidationError) else str(exc)
         raise ClientError(
             f"{what} answered {response.status_code} with a body the client does not "
-            f"understand: {exc.errors()[0]['msg']}",
+            f"understand: {why}",
             status=response.status_code,
         ) from None
 
@@ -138,4 +147,18 @@ def inspection_timeout(traceset_id: str, timeout: float) -> ClientError:
     return ClientError(
         f"The traces of {traceset_id} are still being inspected after {timeout:g} s; "
         "wait_for_inspection again, or read the traceset later"
+    )
+
+
+def files_params(cursor: str | None) -> dict[str, str | int]:
+    return {"limit": FILES_PAGE} if cursor is None else {"limit": FILES_PAGE, "cursor": cursor}
+
+
+def joined(first: UploadStatus, then: UploadStatus) -> UploadStatus:
+    """Two pages of upload status as one."""
+    return then.model_copy(
+        update={
+            "received": [*first.received, *then.received],
+            "uploads": [*first.uploads, *then.uploads],
+        }
     )

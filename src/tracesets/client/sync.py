@@ -33,14 +33,18 @@ from tracesets.client.files import (
     total_size,
 )
 from tracesets.client.models import (
+    FileList,
     PromotedTraceset,
     Traceset,
+    TracesetFile,
     TracesetList,
+    TracesetSummary,
     UploadStatus,
     UploadTarget,
     UploadUrlResponse,
 )
 from tracesets.client.progress import ProgressCallback, ProgressCounter
+from tracesets.client.protocol import TracesetT
 from tracesets.client.retry import RetryPolicy
 from tracesets.client.state import UploadState, fingerprint
 from tracesets.uploadrequest import Role
@@ -331,9 +335,21 @@ class Client:
             interval = min(interval * 1.5, 2.0)
 
     def upload_status(self, traceset_id: str) -> UploadStatus:
-        """What of a pending upload has arrived, and fresh URLs for the rest."""
-        response = self._call("GET", protocol.traceset_path(traceset_id, "uploads"), "uploads")
-        return protocol.parse(UploadStatus, response, "uploads")
+        """What of a pending upload has arrived, and fresh URLs for the rest (every page)."""
+        whole: UploadStatus | None = None
+        cursor: str | None = None
+        while True:
+            response = self._call(
+                "GET",
+                protocol.traceset_path(traceset_id, "uploads"),
+                "uploads",
+                params=protocol.files_params(cursor),
+            )
+            page = protocol.parse(UploadStatus, response, "uploads")
+            whole = page if whole is None else protocol.joined(whole, page)
+            if page.nextCursor is None:
+                return whole.model_copy(update={"nextCursor": None})
+            cursor = page.nextCursor
 
     def resume_upload(
         self,
@@ -387,11 +403,37 @@ class Client:
     def complete(self, traceset_id: str) -> Traceset:
         """Mark an upload complete once every file has arrived whole."""
         response = self._call("POST", protocol.traceset_path(traceset_id, "complete"), "complete")
-        return protocol.parse(Traceset, response, "complete")
+        return self._whole(protocol.parse(Traceset, response, "complete"))
 
     def get_traceset(self, traceset_id: str) -> Traceset:
+        """The traceset with every one of its files, fetched page after page past the first."""
         response = self._call("GET", protocol.traceset_path(traceset_id), "get traceset")
-        return protocol.parse(Traceset, response, "get traceset")
+        return self._whole(protocol.parse(Traceset, response, "get traceset"))
+
+    def _whole(self, traceset: TracesetT) -> TracesetT:
+        """The traceset with the files past its first page too (an answer holds one page)."""
+        if traceset.filesNextCursor is None:
+            return traceset
+        rest = list(self.iter_files(traceset.id, traceset.filesNextCursor))
+        return traceset.model_copy(
+            update={"files": [*traceset.files, *rest], "filesNextCursor": None}
+        )
+
+    def iter_files(self, traceset_id: str, cursor: str | None = None) -> Iterator[TracesetFile]:
+        """A traceset's files in index order (from ``cursor`` on, if given), one page of up
+        to 1,000 fetched at a time."""
+        while True:
+            response = self._call(
+                "GET",
+                protocol.traceset_path(traceset_id, "files"),
+                "list files",
+                params=protocol.files_params(cursor),
+            )
+            page = protocol.parse(FileList, response, "list files")
+            yield from page.items
+            if page.nextCursor is None:
+                return
+            cursor = page.nextCursor
 
     def list_tracesets(
         self,
@@ -402,8 +444,11 @@ class Client:
         workload_name: str | None = None,
         global_batch_size: int | None = None,
         page_size: int = 100,
-    ) -> Iterator[Traceset]:
-        """Every traceset matching all the filters given, newest first, page after page."""
+    ) -> Iterator[TracesetSummary]:
+        """Every traceset matching all the filters given, newest first, page after page.
+
+        Items count their files (``fileCount``, ``fileBytes``, ``filesReceived``);
+        ``get_traceset`` or ``iter_files`` lists them."""
         params = protocol.list_params(
             status=status,
             rank_count=rank_count,
@@ -430,7 +475,7 @@ class Client:
             "promote",
             body=protocol.promote_body(workload_metadata),
         )
-        return protocol.parse(PromotedTraceset, response, "promote")
+        return self._whole(protocol.parse(PromotedTraceset, response, "promote"))
 
     def download(
         self,

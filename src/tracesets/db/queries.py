@@ -12,10 +12,18 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, Select, delete, func, insert, select, update
+from sqlalchemy import Connection, Row, Select, case, delete, func, insert, select, update
 
 from tracesets.db.tables import files, idempotency_keys, inspections, tracesets
-from tracesets.records import InspectionRecord, Status, StoredFile, Traceset
+from tracesets.records import (
+    FileSummary,
+    InspectionRecord,
+    ListedTraceset,
+    Status,
+    StoredFile,
+    Traceset,
+    TracesetHead,
+)
 from tracesets.uploadrequest import FileSpec, UploadRequest
 
 
@@ -193,6 +201,50 @@ def _files_by_seq(conn: Connection, seqs: Sequence[int]) -> dict[int, list[Store
     return grouped
 
 
+def _file_summaries(conn: Connection, seqs: Sequence[int]) -> dict[int, FileSummary]:
+    """Each traceset's files counted by the database: no file row leaves it."""
+    if not seqs:
+        return {}
+    rows = conn.execute(
+        select(
+            files.c.traceset_seq,
+            func.count(),
+            func.coalesce(func.sum(files.c.size), 0),
+            func.coalesce(func.sum(case((files.c.received.is_(True), 1), else_=0)), 0),
+        )
+        .where(files.c.traceset_seq.in_(seqs))
+        .group_by(files.c.traceset_seq)
+    )
+    return {seq: FileSummary(int(n), int(size), int(got)) for seq, n, size, got in rows}
+
+
+def _inspection_verdicts(
+    conn: Connection, seqs: Sequence[int]
+) -> dict[int, tuple[str, bool | None]]:
+    """Each inspection's status and verdict, without its (unbounded) result."""
+    if not seqs:
+        return {}
+    rows = conn.execute(
+        select(inspections.c.traceset_seq, inspections.c.status, inspections.c.ok).where(
+            inspections.c.traceset_seq.in_(seqs)
+        )
+    )
+    return {
+        row.traceset_seq: (row.status, None if row.ok is None else bool(row.ok)) for row in rows
+    }
+
+
+def files_from(conn: Connection, *, seq: int, start: int, limit: int) -> list[StoredFile]:
+    """At most ``limit`` files of a traceset from index ``start`` on, in index order."""
+    rows = conn.execute(
+        select(files)
+        .where(files.c.traceset_seq == seq, files.c.idx >= start)
+        .order_by(files.c.idx)
+        .limit(limit)
+    )
+    return [_stored_file(row) for row in rows]
+
+
 def _inspections_by_seq(conn: Connection, seqs: Sequence[int]) -> dict[int, InspectionRecord]:
     if not seqs:
         return {}
@@ -207,27 +259,38 @@ def _inspections_by_seq(conn: Connection, seqs: Sequence[int]) -> dict[int, Insp
     }
 
 
-def _traceset(
-    row: Row[Any], stored_files: list[StoredFile], inspection: InspectionRecord | None = None
-) -> Traceset:
+def _head(row: Row[Any]) -> dict[str, Any]:
+    """The members of a ``TracesetHead`` from a tracesets row."""
     created, updated = _utc(row.created_at), _utc(row.updated_at)
     assert created is not None and updated is not None
     metadata = row.workload_metadata
-    return Traceset(
-        seq=row.seq,
-        id=row.id,
-        workspace=row.workspace,
-        name=row.name,
-        description=row.description,
-        status=row.status,
-        created_at=created,
-        updated_at=updated,
-        promoted_at=_utc(row.promoted_at),
-        workload_metadata=metadata.encode() if metadata is not None else None,
-        rank_count=row.rank_count,
-        files=stored_files,
-        inspection=inspection,
-    )
+    return {
+        "seq": row.seq,
+        "id": row.id,
+        "workspace": row.workspace,
+        "name": row.name,
+        "description": row.description,
+        "status": row.status,
+        "created_at": created,
+        "updated_at": updated,
+        "promoted_at": _utc(row.promoted_at),
+        "workload_metadata": metadata.encode() if metadata is not None else None,
+        "rank_count": row.rank_count,
+    }
+
+
+def _traceset(
+    row: Row[Any], stored_files: list[StoredFile], inspection: InspectionRecord | None = None
+) -> Traceset:
+    return Traceset(**_head(row), files=stored_files, inspection=inspection)
+
+
+def get_head(conn: Connection, *, workspace: str, traceset_id: str) -> TracesetHead | None:
+    """The traceset without its files or inspection (to page its files)."""
+    row = conn.execute(
+        select(tracesets).where(tracesets.c.id == traceset_id, tracesets.c.workspace == workspace)
+    ).one_or_none()
+    return None if row is None else TracesetHead(**_head(row))
 
 
 def get_traceset(
@@ -251,8 +314,10 @@ def get_traceset(
 
 def list_tracesets(
     conn: Connection, *, workspace: str, where: ListFilter, limit: int, before_seq: int | None
-) -> list[Traceset]:
-    """Newest first. With filters, the first one given picks candidates from its own
+) -> list[ListedTraceset]:
+    """Newest first, each with its files counted (never listed).
+
+    With filters, the first one given picks candidates from its own
     (workspace, column, seq) index, newest first and in batches, and the others are
     checked on those rows. Left to itself, PostgreSQL may instead walk the primary key
     backwards filtering rows, which takes seconds when every match is old; an
@@ -285,8 +350,16 @@ def list_tracesets(
     else:
         rows = _filtered_rows(conn, query, workspace, given[0], limit, before_seq)
     seqs = [row.seq for row in rows]
-    by_seq, inspected = _files_by_seq(conn, seqs), _inspections_by_seq(conn, seqs)
-    return [_traceset(row, by_seq.get(row.seq, []), inspected.get(row.seq)) for row in rows]
+    counted, verdicts = _file_summaries(conn, seqs), _inspection_verdicts(conn, seqs)
+    return [
+        ListedTraceset(
+            **_head(row),
+            file_summary=counted.get(row.seq, FileSummary(0, 0, 0)),
+            inspection_status=verdicts[row.seq][0] if row.seq in verdicts else None,
+            inspection_ok=verdicts[row.seq][1] if row.seq in verdicts else None,
+        )
+        for row in rows
+    ]
 
 
 def _filtered_rows(

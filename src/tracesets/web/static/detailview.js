@@ -40,7 +40,6 @@ function render(main, answer, flash) {
   const t = answer.data;
   document.title = `${t.name} · Tracesets`;
   const metadata = storedMetadata(answer);
-  const total = t.files.reduce((sum, f) => sum + f.size, 0);
   const promotion = promotionSection(t, metadata, (next, result) => render(main, next, result));
   const canPromote = t.status === 'ready' || t.status === 'promoted';
   replace(main, 
@@ -55,13 +54,13 @@ function render(main, answer, flash) {
     t.description ? h('p', { class: 'description' }, t.description) : null,
     h('dl', { class: 'facts' },
       fact('Rank count', t.rankCountDerived === null ? 'not declared' : formatCount(t.rankCountDerived), 'rank-count'),
-      fact('Files', `${plural(t.files.length, 'file', 'files')} · ${formatBytes(total)}`),
+      fact('Files', `${plural(t.fileCount, 'file', 'files')} · ${formatBytes(t.fileBytes)}`),
       fact('Created', timeElement(t.createdAt)),
       fact('Updated', timeElement(t.updatedAt)),
       fact('Promoted', timeElement(t.promotedAt)),
       fact('ID', h('code', {}, t.id), 'id')),
     t.inspection ? inspectionSection(t.inspection) : null,
-    filesSection(t.files),
+    filesSection(t),
     promotion);
   if (flash) {
     replace(promotion.querySelector('#promote-result'), flash);
@@ -74,18 +73,52 @@ function fact(term, value, id) {
     h('dt', {}, term), h('dd', { id: id ? `fact-${id}` : null }, value));
 }
 
-function filesSection(files) {
+function fileRow(f) {
+  return h('tr', {},
+    cell('Name', { class: 'cell-name' }, h('code', {}, f.name)),
+    cell('Role', {}, f.role),
+    cell('Size', { class: 'num' }, formatBytes(f.size),
+      f.size >= 1024 ? h('span', { class: 'muted exact' }, ` ${formatCount(f.size)} bytes`) : null),
+    cell('Received', {},
+      f.received ? h('span', { class: 'yes' }, 'yes') : h('span', { class: 'no' }, 'not yet')));
+}
+
+/** The files the answer holds; past the first page, the next ones on request. */
+function filesSection(t) {
+  const body = h('tbody', {}, t.files.map(fileRow));
+  const shown = h('p', { class: 'hint', id: 'files-shown', 'aria-live': 'polite' });
+  const more = h('button', { type: 'button', class: 'button', id: 'more-files' });
+  const problem = h('div', { class: 'promote-result' });
+  let count = t.files.length;
+  let cursor = t.filesNextCursor;
+  const update = () => {
+    shown.textContent = cursor ? `The first ${formatCount(count)} of ${formatCount(t.fileCount)} files.` : '';
+    shown.hidden = !cursor;
+    more.hidden = !cursor;
+    more.textContent = `Show ${formatCount(Math.min(1000, t.fileCount - count))} more`;
+  };
+  more.addEventListener('click', async () => {
+    more.disabled = true;
+    try {
+      const path = `/api/v1/tracesets/${encodeURIComponent(t.id)}/files`;
+      const answer = await call(`${path}?${new URLSearchParams({ cursor })}`);
+      body.append(...answer.data.items.map(fileRow));
+      count += answer.data.items.length;
+      cursor = answer.data.nextCursor;
+      replace(problem);
+    } catch (error) {
+      replace(problem, note('error', `More files could not be shown: ${error.message}`, []));
+    }
+    more.disabled = false;
+    update();
+  });
+  update();
   return h('section', { class: 'panel', 'aria-labelledby': 'files-title' },
     h('h2', { id: 'files-title' }, 'Files'),
     h('table', { class: 'files' },
       h('thead', {}, h('tr', {}, ['Name', 'Role', 'Size', 'Received'].map((c) => h('th', { scope: 'col' }, c)))),
-      h('tbody', {}, files.map((f) => h('tr', {},
-        cell('Name', { class: 'cell-name' }, h('code', {}, f.name)),
-        cell('Role', {}, f.role),
-        cell('Size', { class: 'num' }, formatBytes(f.size),
-          f.size >= 1024 ? h('span', { class: 'muted exact' }, ` ${formatCount(f.size)} bytes`) : null),
-        cell('Received', {},
-          f.received ? h('span', { class: 'yes' }, 'yes') : h('span', { class: 'no' }, 'not yet')))))));
+      body),
+    shown, more, problem);
 }
 
 function promotionSection(t, metadata, rerender) {

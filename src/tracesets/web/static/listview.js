@@ -80,7 +80,6 @@ function workloadOf(traceset) {
 }
 
 function row(t) {
-  const total = t.files.reduce((sum, f) => sum + f.size, 0);
   return h('tr', { 'data-id': t.id },
     cell('Name', { class: 'cell-name' },
       h('a', { href: `#/tracesets/${encodeURIComponent(t.id)}` }, t.name)),
@@ -88,7 +87,7 @@ function row(t) {
     cell('Ranks', { class: 'num' },
       t.rankCountDerived === null ? h('span', { class: 'muted' }, '—') : formatCount(t.rankCountDerived)),
     cell('Workload', {}, workloadOf(t)),
-    cell('Files', {}, `${plural(t.files.length, 'file', 'files')} · ${formatBytes(total)}`),
+    cell('Files', {}, `${plural(t.fileCount, 'file', 'files')} · ${formatBytes(t.fileBytes)}`),
     cell('Created', {}, timeElement(t.createdAt)));
 }
 

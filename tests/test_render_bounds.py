@@ -1,0 +1,111 @@
+"""The worst answers the rules allow, rendered: each stays under 8 MiB.
+
+Built in memory (no service): a traceset of 10,000 files whose 1,024-byte names are all
+control characters (six bytes each once escaped), 64 KiB of metadata, and an inspection
+of 40,000 unreadable archive members with every rank missing and a warning per world size.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import orjson
+
+from tracesets.api import render
+from tracesets.inspection import FileFinding, summarize
+from tracesets.inspection.report import result_json
+from tracesets.records import InspectionRecord, StoredFile, Traceset
+from tracesets.service import decode_cursor
+
+BOUND = 8 * 1024 * 1024
+NOW = datetime(2026, 12, 1, tzinfo=UTC)
+
+
+def worst_inspection() -> InspectionRecord:
+    findings = [
+        FileFinding(
+            file=f"{i:05d}" + "\x01" * 1_000,
+            member="m" * 1_000,
+            format="kineto-json",
+            size=i,
+            rank=i if i % 2 else None,
+            world_size=i + 1,
+            problem="p" * 200,
+            readable=i % 3 != 0,
+        )
+        for i in range(40_000)
+    ]
+    summary = summarize(findings, declared_rank_count=2_000_000_000)
+    return InspectionRecord("done", result_json(summary, findings))
+
+
+def worst_traceset(inspection: InspectionRecord | None = None) -> Traceset:
+    files = [
+        StoredFile(i, f"{i:05d}" + "\x02" * 1_019, 5 * 1024**4, "primary", "a" * 64, None, False)
+        for i in range(10_000)
+    ]
+    return Traceset(
+        seq=1,
+        id="t" * 32,
+        workspace="w",
+        name="\x03" * 256,
+        description="\x04" * 16_384,
+        status="ready",
+        created_at=NOW,
+        updated_at=NOW,
+        promoted_at=None,
+        workload_metadata=b'{"notes":"' + b"m" * 65_500 + b'"}',
+        rank_count=2_000_000_000,
+        files=files,
+        inspection=inspection,
+    )
+
+
+def test_one_traceset_with_its_inspection_stays_under_8_mib() -> None:
+    record = worst_inspection()
+    assert record.result is not None and len(record.result) > 50 * 1024 * 1024
+    traceset = worst_traceset(record)
+    answer = orjson.dumps(render.traceset(traceset))
+    assert len(answer) < BOUND
+    got = orjson.loads(answer)
+    assert got["fileCount"] == 10_000 and got["fileBytes"] == 10_000 * 5 * 1024**4
+    assert 0 < len(got["files"]) < 1_000
+    assert decode_cursor(got["filesNextCursor"], "f1") == len(got["files"])
+    inspection = got["inspection"]
+    assert inspection["truncated"] is True
+    assert inspection["missingRankCount"] == orjson.loads(record.result)["missingRankCount"]
+    assert 0 < len(inspection["files"]) < 40_000
+
+
+def test_paging_the_worst_files_visits_each_once_and_each_page_is_bounded() -> None:
+    files = worst_traceset().files
+    seen: list[int] = []
+    start = 0
+    while True:
+        page = orjson.dumps(render.file_list(files[start : start + 1_001], 1_000))
+        assert len(page) < BOUND
+        body = orjson.loads(page)
+        seen += [int(f["name"][:5]) for f in body["items"]]
+        if body["nextCursor"] is None:
+            break
+        start = decode_cursor(body["nextCursor"], "f1")
+    assert seen == list(range(10_000))
+
+
+def test_a_small_inspection_goes_out_as_stored() -> None:
+    findings = [FileFinding(file="rank0.json", member=None, format="kineto-json", size=1, rank=0)]
+    result = result_json(summarize(findings, declared_rank_count=1), findings)
+    shown = orjson.loads(orjson.dumps({"i": render.inspection(InspectionRecord("done", result))}))
+    assert shown["i"] == {"status": "done", "truncated": False, **orjson.loads(result)}
+    pending = orjson.loads(
+        orjson.dumps({"i": render.inspection(InspectionRecord("running", None))})
+    )
+    assert pending["i"]["status"] == "pending" and pending["i"]["files"] == []
+
+
+def test_warnings_are_cut_to_their_budget() -> None:
+    warnings = [f"warning {i}: " + "w" * 1_000 for i in range(10_000)]
+    kept, cut = render.within(warnings, render.INSPECTION_LIST_BYTES)
+    assert cut and kept == warnings[: len(kept)]
+    assert len(orjson.dumps(kept)) <= render.INSPECTION_LIST_BYTES
+    assert render.within(["a", "b"], 100) == (["a", "b"], False)
