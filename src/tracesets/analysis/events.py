@@ -31,7 +31,7 @@ from tracesets.inspection.decompress import Readable
 from tracesets.inspection.jsonscan import HEAD_BUDGET, TAIL_WINDOW, WHITESPACE, Head
 
 #: Bytes read from the stream at a time, and the usual size of one parse.
-BLOCK: Final = 1024 * 1024
+BLOCK: Final = 256 * 1024
 #: One event may not be longer than this (real events are under a kilobyte).
 MAX_EVENT_BYTES: Final = 64 * 1024 * 1024
 #: Earlier cuts tried in a block before reading on (a cut fails only inside a string or
@@ -39,6 +39,7 @@ MAX_EVENT_BYTES: Final = 64 * 1024 * 1024
 CUT_TRIES: Final = 6
 
 _AFTER_DOCUMENT: Final = "unexpected content after document"
+_END_OF_DATA: Final = "unexpected end of data"
 
 
 class EventsUnreadable(Exception):
@@ -81,20 +82,25 @@ def _byte_offset(doc: bytes, chars: int) -> int:
     return len(doc[: chars * 4].decode("utf-8", errors="ignore")[:chars].encode())
 
 
-def _parse(doc: bytes) -> tuple[list[Any] | None, int | None]:
-    """The events of ``doc`` (``[`` ... ``]``), and where it ended if the array ended early."""
+def _parse(doc: bytes) -> tuple[list[Any] | None, int | None, str | None]:
+    """The events of ``doc`` (``[`` ... ``]``), where it ended if the array ended early, and
+    why it could not be parsed."""
     try:
-        return orjson.loads(doc), None
+        return orjson.loads(doc), None, None
     except orjson.JSONDecodeError as error:
         if error.msg == _AFTER_DOCUMENT:
             end = _byte_offset(doc, error.pos)
             events = orjson.loads(doc[:end])
-            return events, end
-        return None, None
+            return events, end, None
+        if _byte_offset(doc, error.pos) < len(doc) - 1:  # not where the cut was: bad JSON
+            raise EventsUnreadable(
+                f"the traceEvents array is not valid JSON: {error.msg}"
+            ) from None
+        return None, None, error.msg
 
 
 def _parsed_list(value: object) -> list[Any]:
-    if not isinstance(value, list):  # pragma: no cover - "[" ... "]" parses to a list
+    if not isinstance(value, list):  # "[" ... "]" always parses to a list
         raise EventsUnreadable("traceEvents is not an array")
     return value
 
@@ -150,14 +156,16 @@ def _take(
 ) -> tuple[bytes | None, bytes]:
     """Parse the events at the start of ``buffer``: (what follows the array if it ended, rest)."""
     if eof:  # the whole rest of the trace: the array must end in it
-        events, end = _parse(b"[" + buffer)
+        events, end, why = _parse(b"[" + buffer)
         if events is not None:  # the array ended, and something (or nothing) follows it
             on_batch(_parsed_list(events))
             return (b"" if end is None else buffer[end - 1 :]), b""
+        if why != _END_OF_DATA:
+            raise EventsUnreadable(f"the traceEvents array is not valid JSON: {why}")
     for tries, cut in enumerate(_cuts(buffer)):
         if tries >= CUT_TRIES:
             break
-        events, end = _parse(b"[" + buffer[: cut + 1] + b"]")
+        events, end, _ = _parse(b"[" + buffer[: cut + 1] + b"]")
         if events is None:
             continue
         on_batch(_parsed_list(events))
