@@ -48,7 +48,7 @@ def test_disagreeing_ranks_are_warned_of_and_filtered(api: httpx.Client) -> None
     assert any(w.startswith(f"Process group {group} ") for w in inspection["warnings"])
     assert any(w.startswith("Rank 0 straggles") for w in inspection["warnings"])
 
-    def listed(**params: object) -> list[str]:
+    def listed(**params: bool) -> list[str]:
         answer = api.get("/api/v1/tracesets", params=params)
         assert answer.status_code == 200, answer.text
         return [t["id"] for t in answer.json()["items"]]
@@ -64,7 +64,9 @@ def test_every_ranks_figures_page_by_page(api: httpx.Client) -> None:
     inline = inspected(api, traceset["id"])["inspection"]["perRank"]
     pages, cursor = [], None
     while True:
-        params: dict[str, object] = {"limit": 2} | ({"cursor": cursor} if cursor else {})
+        params: dict[str, str | int] = {"limit": 2}
+        if cursor:
+            params["cursor"] = cursor
         answer = api.get(f"/api/v1/tracesets/{traceset['id']}/ranks", params=params)
         assert answer.status_code == 200, answer.text
         pages.append(answer.json()["items"])
