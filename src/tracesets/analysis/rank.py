@@ -73,6 +73,9 @@ class RankAnalysis:
     problem: str | None = None
 
 
+_NUMBERS: Final = (int, float)
+
+
 def _number(value: object) -> float | None:
     if isinstance(value, int | float) and not isinstance(value, bool):
         return float(value)
@@ -113,25 +116,43 @@ class RankAccumulator:
         self.groups: dict[str, GroupCollectives] = {}
 
     def add_all(self, events: list[Any]) -> None:
+        """Fold a batch of events in. The common shapes (numbers as ints or floats, a
+        ``stream`` and ``correlation`` as ints) take a fast path; the rest are coerced."""
+        self.events += len(events)
+        numbers = _NUMBERS
         for event in events:
-            if isinstance(event, dict):
-                self.add(event)
+            if type(event) is not dict:
+                continue
+            cat, ts, dur = event.get("cat"), event.get("ts"), event.get("dur")
+            # (bools are ints to isinstance, not to type: True is no timestamp)
+            if cat is None or cat == "Trace":
+                continue
+            start = ts if type(ts) in numbers else _number(ts)
+            length = dur if type(dur) in numbers else _number(dur)
+            if start is not None and length is not None:
+                self._add(event, start, length)
 
     def add(self, event: dict[str, Any]) -> None:
-        self.events += 1
-        cat = event.get("cat")
-        ts = _number(event.get("ts"))
-        dur = _number(event.get("dur"))
-        if cat is None or cat == "Trace" or ts is None or dur is None:
-            return
+        self.add_all([event])
+
+    def _add(self, event: dict[str, Any], ts: float, dur: float) -> None:
         name = event.get("name")
-        name = name if isinstance(name, str) else ""
+        if type(name) is not str:
+            name = ""
         args = event.get("args")
-        args = args if isinstance(args, dict) else {}
-        stream = _stream(args)
-        correlation = _correlation(args)
+        if type(args) is not dict:
+            args = {}
+        stream = args.get("stream", -1)
+        if type(stream) is not int:
+            stream = _stream(args)
+        correlation = args.get("correlation", -1)
+        if type(correlation) is not int:
+            correlation = _correlation(args)
         on_gpu = (stream >= 0 and correlation >= 0) or name in DEVICE_SYNCS
-        start, end = hta_interval(ts, dur, fractional=type(event["ts"]) is float)
+        if type(ts) is float:  # HTA rounds nanosecond timestamps inwards
+            start, end = hta_interval(ts, dur, fractional=True)
+        else:
+            start, end = ts, ts + dur
         if stream != -1:
             self.gpu.add_gpu(name, start, end, correlation if on_gpu else -1)
         if on_gpu:
