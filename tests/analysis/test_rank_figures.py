@@ -183,3 +183,11 @@ def test_files_that_are_not_traces_are_left_to_inspection(tmp_path: Path) -> Non
     assert analyze_file("a.zip", BytesSource(b"PK\x03\x04 broken")) == []
     (found,) = analyze_file("a.json", BytesSource(b'{"nodes": [], "schema": "1"}'))
     assert found.analysis.problem == "not a PyTorch profiler trace: it has no traceEvents"
+
+
+def test_launches_out_of_correlation_order_give_the_same_answers() -> None:
+    events = list(EVENTS)
+    first, second = events.index(launch(10, 1)), events.index(launch(2010, 5))
+    events[first], events[second] = events[second], events[first]
+    document = {"distributedInfo": INFO, "traceEvents": events}
+    assert_known(only("t.json", json.dumps(document).encode()))

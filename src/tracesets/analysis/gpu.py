@@ -38,8 +38,9 @@ import math
 import re
 from array import array
 from bisect import bisect_left
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Final
 
 #: GPU events (and launches) kept per rank for the breakdown: 330 MB at most, 1.5 GB
@@ -141,36 +142,61 @@ class GpuIntervals:
         else:
             self.too_many = True
 
-    def kept(self, last_step: float | None) -> Iterator[int]:
-        """The indices of the GPU events HTA keeps, given where the last step starts."""
-        if last_step is None:
-            yield from range(len(self.starts))
-            return
-        launched = sorted(
-            {
-                c
-                for c, t in zip(self.launch_correlations, self.launch_starts, strict=True)
-                if t < last_step
-            }
+    def _launched_before(self, last_step: float) -> Callable[[int], bool]:
+        """Whether a correlation was launched before ``last_step``. Launches come in
+        correlation order in real traces, so their own array is searched; else a sorted
+        copy of those launched in time is made."""
+        correlations, starts = self.launch_correlations, self.launch_starts
+        if all(a <= b for a, b in pairwise(correlations)):
+
+            def in_order(correlation: int) -> bool:
+                at = bisect_left(correlations, correlation)
+                while at < len(correlations) and correlations[at] == correlation:
+                    if starts[at] < last_step:
+                        return True
+                    at += 1
+                return False
+
+            return in_order
+        launched = array(
+            "q", sorted(c for c, t in zip(correlations, starts, strict=True) if t < last_step)
         )
-        for index, correlation in enumerate(self.correlations):
-            if correlation >= 0:
-                at = bisect_left(launched, correlation)
-                if at < len(launched) and launched[at] == correlation:
-                    yield index
-            elif self.starts[index] < last_step:
-                yield index
+
+        def sorted_copy(correlation: int) -> bool:
+            at = bisect_left(launched, correlation)
+            return at < len(launched) and launched[at] == correlation
+
+        return sorted_copy
+
+    def kept(self, last_step: float | None) -> bytearray:
+        """One byte per GPU event: 1 when HTA keeps it, given where the last step starts."""
+        if last_step is None:
+            return bytearray(b"\x01") * len(self.starts)
+        launched = self._launched_before(last_step)
+        return bytearray(
+            launched(correlation) if correlation >= 0 else start < last_step
+            for correlation, start in zip(self.correlations, self.starts, strict=True)
+        )
 
     def time(self, last_step: float | None) -> GpuTime | None:
-        """The breakdown, or None when no GPU event ran (a CPU-only trace)."""
-        intervals: list[list[tuple[float, float]]] = [[] for _ in range(KINDS)]
-        for index in self.kept(last_step):
-            intervals[self.kinds[index]].append((self.starts[index], self.ends[index]))
-        count = sum(len(kind) for kind in intervals)
+        """The breakdown, or None when no GPU event ran (a CPU-only trace). One kind's
+        intervals at a time are sorted and merged, to keep the moment's memory small."""
+        keep = self.kept(last_step)
+        merged: list[list[tuple[float, float]]] = []
+        count = 0
+        for kind in range(KINDS):
+            intervals = [
+                (start, end)
+                for start, end, k, kept in zip(
+                    self.starts, self.ends, self.kinds, keep, strict=True
+                )
+                if kept and k == kind
+            ]
+            count += len(intervals)
+            merged.append(_merged(intervals))
+            del intervals
         if count == 0:
             return None
-        merged = [_merged(kind) for kind in intervals]
-        del intervals
         every = _merged([interval for kind in merged for interval in kind])
         span = every[-1][1] - every[0][0]
         busy = sum(end - start for start, end in every)
