@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
 from tracesets.analysis.events import EventsUnreadable, Outside, scan_events
 from tracesets.analysis.rank import GroupCollectives, RankAccumulator, RankAnalysis
@@ -29,11 +29,9 @@ from tracesets.inspection.archives import (
 from tracesets.inspection.decompress import GZIP_MAGIC, Readable, open_gzip
 from tracesets.inspection.distributed import groups_of, parse_ranks, whole_number
 from tracesets.inspection.failures import describe
-from tracesets.inspection.files import Replay
+from tracesets.inspection.files import SNIFF_BYTES, Replay, read_up_to
 from tracesets.inspection.jsonscan import ValueUnreadable, decode_value, find_key, find_last_key
 from tracesets.inspection.source import READ_AHEAD, ByteSource, SourceError, open_source
-
-SNIFF_BYTES: Final = 512
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,16 +102,6 @@ def analyze_stream(stream: Readable) -> RankAnalysis:
     return _declared_groups(outside, accumulator.result())
 
 
-def _read_up_to(stream: Readable, length: int) -> bytes:
-    data = b""
-    while len(data) < length:
-        more = stream.read(length - len(data))
-        if not more:
-            break
-        data += more
-    return data
-
-
 def _streams(
     source: ByteSource | None, stream: Readable | None, *, top: bool
 ) -> Iterator[tuple[str | None, Readable]]:
@@ -121,11 +109,11 @@ def _streams(
     if source is not None:
         stream = open_source(source, READ_AHEAD)
     assert stream is not None
-    magic = _read_up_to(stream, SNIFF_BYTES)
+    magic = read_up_to(stream, SNIFF_BYTES)
     stream = Replay(magic, stream)
     if magic.startswith(GZIP_MAGIC):
         stream = open_gzip(stream)
-        magic = _read_up_to(stream, SNIFF_BYTES)
+        magic = read_up_to(stream, SNIFF_BYTES)
         stream = Replay(magic, stream)
         source = None
     if is_zip(magic) or is_tar(magic):
@@ -168,6 +156,6 @@ def analyze_file(name: str, source: ByteSource) -> list[TraceAnalysis]:
             found.append(TraceAnalysis(name, member, analyze_stream(stream)))
     except SourceError:
         raise
-    except Exception:  # a broken archive: inspection says so; keep the traces read before
-        pass
+    except Exception:  # a broken archive: inspection reports it; the traces before it count
+        return found
     return found

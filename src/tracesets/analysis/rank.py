@@ -1,6 +1,6 @@
 """What one trace's events say about its rank: steps, GPU time, collectives.
 
-``RankAccumulator.add`` sees each event once, in file order, and keeps only running
+``RankAccumulator.add_all`` sees each event once, in file order, and keeps only running
 figures: step durations (one number per ``ProfilerStep``), collective counts per process
 group, and the GPU intervals ``gpu`` needs (26 bytes per GPU event, bounded). Events
 that are not objects, or whose fields have the wrong types, are skipped, never fatal.
@@ -131,9 +131,6 @@ class RankAccumulator:
             length = dur if type(dur) in numbers else _number(dur)
             if start is not None and length is not None:
                 self._add(event, start, length)
-
-    def add(self, event: dict[str, Any]) -> None:
-        self.add_all([event])
 
     def _add(self, event: dict[str, Any], ts: float, dur: float) -> None:
         name = event.get("name")
