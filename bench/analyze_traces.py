@@ -3,9 +3,9 @@
 Each size is one rank's PyTorch profiler trace of realistic events
 (``tests/analysis/run_writer.py``: steps, launches and their kernels, NCCL all-reduces,
 copies, ``record_param_comms``), plain JSON, so MB/s are of decompressed trace. Each
-measurement runs in a fresh Python process on one core, so its peak RSS (``ru_maxrss``)
-is its own; the time, CPU time (the machine may be shared), counts from after the imports
-to the answer:
+measurement runs in a fresh Python process, so its peak RSS (``ru_maxrss``) is its own;
+its time is CPU time (of all its threads: MB/s per core; the machine may be shared),
+from after the imports to the answer:
 
 - Tracesets: ``analyze_file`` (steps, GPU time, overlap, collectives);
 - HTA: ``TraceAnalysis(trace_dir=...)`` then ``get_temporal_breakdown()``, the same
@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
 import subprocess
 import sys
@@ -132,7 +131,7 @@ def child_scanner(path: Path, how: str) -> dict[str, Any]:
 
 
 def in_child(kind: str, target: Path) -> dict[str, Any] | None:
-    """One measurement in a fresh process pinned to one core; None if it failed."""
+    """One measurement in a fresh process; None if it failed."""
     command = [sys.executable, __file__, "--child", kind, str(target)]
     done = subprocess.run(command, capture_output=True, text=True, check=False, cwd=ROOT)
     if done.returncode != 0:
@@ -162,7 +161,6 @@ def main() -> None:
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
         kind, target = args.child[0], Path(args.child[1])
         runners = {"ours": child_ours, "hta": child_hta}
         result = runners[kind](target) if kind in runners else child_scanner(target, kind)
