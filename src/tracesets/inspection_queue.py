@@ -2,10 +2,12 @@
 
 ``complete`` queues an inspection in the same transaction that makes the traceset
 ready; every service process runs an ``InspectionQueue`` that claims queued work from
-the database, reads the trace files through the store (ranged reads, never a whole
-file) and records what they say. A process that dies mid-inspection leaves a claim
-that goes stale, and another process takes it over; after three failed runs the
-inspection is recorded as failed with the reason.
+the database, reads the trace files through the store (ranged reads; a file is
+streamed, never held) and records what they say: each trace's claim from its head or
+tail, then its per-rank figures from one pass over its events (``tracesets.analysis``).
+The claim is renewed after each file, so a long traceset keeps it; a process that dies
+mid-inspection leaves a claim that goes stale, and another process takes it over; after
+three failed runs the inspection is recorded as failed with the reason.
 """
 
 from __future__ import annotations
@@ -13,11 +15,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
 import orjson
 
+from tracesets.analysis import TraceAnalysis, analyze_file
+from tracesets.analysis.checks import declared_parallelism
+from tracesets.analysis.report import TracesetAnalysis, analyse_traceset
 from tracesets.db import queries
 from tracesets.db.engine import Database
 from tracesets.inspection import FileFinding, Summary, inspect_file, summarize
@@ -63,14 +69,32 @@ class InspectionQueue:
         self.store = store
         self.wake = asyncio.Event()
 
-    def inspect(self, traceset: Traceset) -> tuple[Summary, list[FileFinding]]:
+    def inspect(
+        self, traceset: Traceset, seq: int | None = None
+    ) -> tuple[Summary, list[FileFinding], TracesetAnalysis]:
+        """Each primary file's findings (head and tail), then its figures (one full pass);
+        the claim on inspection ``seq`` is renewed after each file."""
         findings: list[FileFinding] = []
+        traces: list[TraceAnalysis] = []
         for f in traceset.files:
             if f.role == "primary":
                 assert f.sha256 is not None  # complete recorded every file's digest
                 source = self.store.open_source(f"{traceset.id}/{f.idx}", sha256=f.sha256)
                 findings.extend(inspect_file(f.name, source))
-        return summarize(findings, declared_rank_count=traceset.rank_count), findings
+                traces.extend(analyze_file(f.name, source))
+                if seq is not None:
+                    with self.db.write() as conn:
+                        queries.renew_inspection_claim(conn, seq=seq, now=datetime.now(UTC))
+        summary = summarize(findings, declared_rank_count=traceset.rank_count)
+        metadata = orjson.loads(traceset.workload_metadata) if traceset.workload_metadata else None
+        analysis = analyse_traceset(
+            findings,
+            traces,
+            parallelism=declared_parallelism(metadata),
+            world_size=summary.world_size or traceset.rank_count,
+        )
+        summary = replace(summary, warnings=[*summary.warnings, *analysis.checks.warnings])
+        return summary, findings, analysis
 
     def run_one(self) -> bool:
         """Claim and run one queued inspection; False when there was nothing to do."""
@@ -85,7 +109,7 @@ class InspectionQueue:
         if traceset is None:
             return True  # deleted meanwhile; its inspection row went with it
         try:
-            summary, findings = self.inspect(traceset)
+            summary, findings, analysis = self.inspect(traceset, seq)
         except Exception as exc:  # the store failed, not the traces: those become findings
             log.exception("inspecting traceset %s failed (attempt %d)", traceset.id, attempts)
             with self.db.write() as conn:
@@ -107,8 +131,10 @@ class InspectionQueue:
                 seq=seq,
                 status="done",
                 ok=not summary.warnings,
-                result=result_json(summary, findings),
+                result=result_json(summary, findings, analysis.inline()),
                 now=datetime.now(UTC),
+                consistent=not analysis.checks.warnings,
+                ranks=[orjson.dumps(figures) for figures in analysis.ranks],
             )
         return True
 

@@ -554,6 +554,19 @@ class TracesetService:
             raise _not_found(traceset_id)
         return traceset
 
+    def rank_page(
+        self, workspace: str, traceset_id: str, *, limit: int, cursor: str | None
+    ) -> tuple[list[str], str | None]:
+        """A page of the traceset's per-rank figures (JSON texts) in rank order, and the
+        cursor of the next page."""
+        after = decode_cursor(cursor) - 1 if cursor is not None else -1
+        traceset = self.get(workspace, traceset_id)
+        with self.db.read() as conn:
+            rows = queries.rank_figures(conn, seq=traceset.seq, after=after, limit=limit + 1)
+        if len(rows) > limit:
+            return [figures for _, figures in rows[:limit]], encode_cursor(rows[limit - 1][0] + 1)
+        return [figures for _, figures in rows], None
+
     def list_page(
         self, workspace: str, where: ListFilter, *, limit: int, cursor: str | None
     ) -> Page:

@@ -211,6 +211,67 @@ class InspectedFile(BaseModel):
     problem: str | None = Field(description="Why the trace could not be read, or has no rank.")
 
 
+class RankSteps(BaseModel):
+    count: int = Field(description="How many ProfilerStep#N the trace holds.")
+    minUs: float | None
+    medianUs: float | None
+    maxUs: float | None
+
+
+class RankGpuTime(BaseModel):
+    """GPU time with Holistic Trace Analysis's definitions (docs/contract-notes.md)."""
+
+    kernelUs: float = Field(description="From the first GPU event's start to the last one's end.")
+    idleUs: float
+    computeUs: float
+    nonComputeUs: float = Field(description="Communication, memory and other GPU time.")
+    idlePct: float | None = Field(description="Of kernelUs, two decimals.")
+    computePct: float | None
+    nonComputePct: float | None
+    communicationUs: float = Field(description="Communication while no computation runs.")
+    memoryUs: float = Field(
+        description="Copies and sets while no computation or communication runs."
+    )
+    otherUs: float
+    overlapPct: float | None = Field(
+        description="Share of communication time overlapped by computation; null without any."
+    )
+    kernels: int
+
+
+class CollectiveCount(BaseModel):
+    count: int
+    bytes: int | None = Field(description="Input bytes in all; null when no call recorded them.")
+
+
+class GroupCollectives(BaseModel):
+    group: str = Field(description="The process group's name (pg_name), or unknown.")
+    description: str | None
+    ranks: list[int] | None
+    ops: dict[str, CollectiveCount] = Field(description="By collective, e.g. allreduce.")
+
+
+class RankFigures(BaseModel):
+    """What one trace's events say, read once through after `complete`."""
+
+    rank: int | None
+    file: str
+    member: str | None
+    events: int
+    steps: RankSteps
+    gpu: RankGpuTime | None = Field(description="null for a trace without GPU events.")
+    collectives: list[GroupCollectives]
+    straggler: bool
+    problem: str | None = Field(description="Why the events could not all be read.")
+
+
+class RankFiguresPage(BaseModel):
+    items: list[RankFigures]
+    nextCursor: str | None = Field(
+        description="Pass as `cursor` for the next page; null on the last."
+    )
+
+
 class Inspection(BaseModel):
     """What the primary files' traces say about their ranks, read after `complete`."""
 
@@ -226,12 +287,25 @@ class Inspection(BaseModel):
     )
     duplicateRanks: list[int]
     unreadable: list[str]
-    warnings: list[str] = Field(description="Every disagreement with rankCountDerived, in words.")
+    warnings: list[str] = Field(
+        description="Every disagreement with rankCountDerived, and between ranks, in words."
+    )
     files: list[InspectedFile]
     truncated: bool = Field(
         default=False,
         description="True when the lists were cut to keep the answer bounded (each keeps its "
         "first 256 KiB of JSON once the inspection passes 2 MiB); the counts stay exact.",
+    )
+    perRank: list[RankFigures] = Field(
+        default_factory=list,
+        description="Each trace's figures in rank order, the first 256; "
+        "GET /api/v1/tracesets/{id}/ranks pages through all of them.",
+    )
+    perRankCount: int = Field(default=0, description="How many traces have figures.")
+    stragglers: list[int] = Field(default_factory=list)
+    desyncedGroups: list[str] = Field(
+        default_factory=list,
+        description="Process groups whose members issued different numbers of a collective.",
     )
 
 

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.analysis.run_writer import Run as RunShape
+from tests.analysis.run_writer import rank_trace
 from tests.cli.test_cli import Run, ok, run_tracesets
 from tests.conftest import TRACES
 from tests.inspection.kineto_writer import gzipped, kineto_trace
@@ -61,3 +63,16 @@ def test_upload_warns_before_sending_when_the_traces_disagree(
     assert "32" in done.stderr[warning:]
     assert done.returncode == 1, "then the request fails: nothing listens there"
     assert warning < done.stderr.index("error:"), "the warning comes before any request"
+
+
+def test_inspect_shows_per_rank_figures_and_stragglers(tmp_path: Path) -> None:
+    run = RunShape(tp=2, dp=2, steps=3, slow={2: 2.0})
+    for rank in range(run.world):
+        (tmp_path / f"rank-{rank}.json").write_bytes(rank_trace(run, rank))
+    report = json.loads(ok(run_tracesets("inspect", tmp_path, "--json", env={})).stdout)
+    assert [r["rank"] for r in report["perRank"]] == [0, 1, 2, 3]
+    assert report["perRankCount"] == 4 and report["stragglers"] == [2]
+    assert all(r["gpu"]["computePct"] > 0 and r["steps"]["count"] == 3 for r in report["perRank"])
+    assert any(w.startswith("Rank 2 straggles") for w in report["warnings"])
+    table = ok(run_tracesets("inspect", tmp_path, env={}))
+    assert "per-rank figures" in table.stdout and "2 (straggler)" in table.stdout

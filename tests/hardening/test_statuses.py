@@ -107,6 +107,7 @@ ROUTES: dict[str, Callable[[Reach], Request]] = {
     ),
     "complete_traceset": lambda r: ("POST", f"/api/v1/tracesets/{r.ready()}/complete", {}),
     "get_traceset": lambda r: ("GET", f"/api/v1/tracesets/{r.ready()}", {}),
+    "list_rank_figures": lambda r: ("GET", f"/api/v1/tracesets/{r.ready()}/ranks", {}),
     "delete_traceset": lambda r: ("DELETE", f"/api/v1/tracesets/{r.ready()}", {}),
     "list_tracesets": lambda r: ("GET", "/api/v1/tracesets", {}),
     "promote_traceset": lambda r: ("POST", f"/api/v1/tracesets/{r.ready()}/promote", {"json": {}}),
@@ -124,6 +125,7 @@ OTHER_SCOPE = {
     "promote_traceset": "read",
     "get_upload_status": "promote",
     "get_traceset": "promote",
+    "list_rank_figures": "promote",
     "list_tracesets": "promote",
     "download_file": "promote",
     "list_files": "promote",
@@ -315,6 +317,10 @@ TABLE: dict[tuple[str, int], Callable[[Reach], httpx.Response]] = {
     ),
     ("get_traceset", 200): lambda r: _send(r, ROUTES["get_traceset"](r)),
     ("delete_traceset", 204): lambda r: _send(r, ROUTES["delete_traceset"](r)),
+    ("list_rank_figures", 200): lambda r: _send(r, ROUTES["list_rank_figures"](r)),
+    ("list_rank_figures", 400): lambda r: _send(
+        r, ("GET", f"/api/v1/tracesets/{r.ready()}/ranks?cursor=nope", {})
+    ),
     ("list_tracesets", 200): lambda r: _send(r, ROUTES["list_tracesets"](r)),
     ("list_tracesets", 400): lambda r: _send(r, ("GET", "/api/v1/tracesets?limit=0", {})),
     ("promote_traceset", 200): lambda r: _send(r, ROUTES["promote_traceset"](r)),

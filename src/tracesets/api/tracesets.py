@@ -5,6 +5,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Annotated
 
+import orjson
 from fastapi import APIRouter, Depends, Header, Query, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import RedirectResponse
@@ -27,6 +28,7 @@ from tracesets.records import Status
 from tracesets.wire import (
     FileList,
     PromotedTraceset,
+    RankFiguresPage,
     Traceset,
     TracesetList,
     UploadStatus,
@@ -173,6 +175,31 @@ async def get_traceset(
 
 
 @router.get(
+    "/{traceset_id}/ranks",
+    summary="Page through every trace's per-rank figures",
+    description="In rank order (traces without a rank last), as in `inspection.perRank`, "
+    "which shows only the first 256. Empty until the inspection is done.",
+    response_model=RankFiguresPage,
+    responses=errors(400, 401, 403, 404, 429),
+)
+async def list_rank_figures(
+    service: Service,
+    workspace: ReadWorkspace,
+    traceset_id: TracesetId,
+    limit: Annotated[int, Query(ge=1, le=1000, description="Page size, 1 to 1,000.")] = 256,
+    cursor: Annotated[
+        str | None, Query(max_length=64, description="nextCursor of the previous page.")
+    ] = None,
+) -> Response:
+    items, next_cursor = await run_in_threadpool(
+        service.rank_page, workspace, traceset_id, limit=limit, cursor=cursor
+    )
+    return render.json_response(
+        {"items": [orjson.Fragment(item) for item in items], "nextCursor": next_cursor}
+    )
+
+
+@router.get(
     "",
     summary="List tracesets, newest first",
     description="Filters combine with AND. Pages are cursor based: pass `nextCursor` as "
@@ -227,6 +254,14 @@ async def list_tracesets(
             "inspected, and they disagree (see inspection.warnings), or inspection failed."
         ),
     ] = None,
+    ranks_consistent: Annotated[
+        bool | None,
+        Query(
+            description="true: inspected, and the ranks agree with each other (collective "
+            "counts, step times, declared parallelism); false: they do not (see "
+            "inspection.warnings)."
+        ),
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=500, description="Page size, 1 to 500.")] = 50,
     cursor: Annotated[
         str | None, Query(max_length=64, description="nextCursor of the previous page.")
@@ -253,6 +288,7 @@ async def list_tracesets(
         if global_batch_size is not None
         else shape_global_batch_size,
         inspected_ok=inspected_ok,
+        ranks_consistent=ranks_consistent,
     )
     page = await run_in_threadpool(service.list_page, workspace, where, limit=limit, cursor=cursor)
     return render.json_response(render.page(page))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -17,6 +18,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from tracesets.cli.figures import analyse_local, figures_table, json_members
 from tracesets.cli.output import say, warn
 from tracesets.client.files import LocalFile, collect
 from tracesets.inspection import FileFinding, Summary, inspect_file, summarize
@@ -145,14 +147,17 @@ def inspect(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
-    """Print what each trace says about its rank, and what ranks are missing; upload nothing."""
-    findings = inspect_local(collect(paths, ()))
+    """Print what each trace says about its rank and its per-rank figures, what ranks are
+    missing, and where ranks disagree; upload nothing."""
+    files = collect(paths, ())
+    findings = inspect_local(files)
     summary = summarize(findings, declared_rank_count=rank_count)
+    analysis = analyse_local(files, findings, world_size=summary.world_size or rank_count)
+    summary = replace(summary, warnings=[*summary.warnings, *analysis.checks.warnings])
     if as_json:
-        say(
-            orjson.dumps(
-                orjson.loads(result_json(summary, findings)), option=orjson.OPT_INDENT_2
-            ).decode()
-        )
+        report = result_json(summary, findings, json_members(analysis))
+        say(orjson.dumps(orjson.loads(report), option=orjson.OPT_INDENT_2).decode())
         return
     print_report(findings, summary, rank_count)
+    if analysis.ranks:
+        _stdout().print(figures_table(analysis))

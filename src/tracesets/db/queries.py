@@ -14,7 +14,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Row, Select, case, delete, func, insert, select, update
 
-from tracesets.db.tables import files, idempotency_keys, inspections, tracesets
+from tracesets.db.tables import files, idempotency_keys, inspection_ranks, inspections, tracesets
 from tracesets.records import (
     FileSummary,
     InspectionRecord,
@@ -42,6 +42,7 @@ class ListFilter:
     workload_name: str | None = None
     global_batch_size: int | None = None
     inspected_ok: bool | None = None
+    ranks_consistent: bool | None = None
 
 
 # Built once: a statement object is reusable, and building it per call is most of
@@ -343,6 +344,14 @@ def list_tracesets(
                 select(inspections.c.traceset_seq).where(inspections.c.ok.is_(where.inspected_ok))
             )
         )
+    if where.ranks_consistent is not None:
+        query = query.where(
+            tracesets.c.seq.in_(
+                select(inspections.c.traceset_seq).where(
+                    inspections.c.consistent.is_(where.ranks_consistent)
+                )
+            )
+        )
     if not given:
         if before_seq is not None:
             query = query.where(tracesets.c.seq < before_seq)
@@ -595,12 +604,52 @@ def claim_inspection(
 
 
 def finish_inspection(
-    conn: Connection, *, seq: int, status: str, ok: bool | None, result: bytes, now: datetime
+    conn: Connection,
+    *,
+    seq: int,
+    status: str,
+    ok: bool | None,
+    result: bytes,
+    now: datetime,
+    consistent: bool | None = None,
+    ranks: Sequence[bytes] = (),
 ) -> None:
+    """Record an inspection's result, and every trace's figures in rank order."""
     conn.execute(
         update(inspections)
         .where(inspections.c.traceset_seq == seq)
-        .values(status=status, ok=ok, result=result.decode(), finished_at=now)
+        .values(
+            status=status, ok=ok, consistent=consistent, result=result.decode(), finished_at=now
+        )
+    )
+    conn.execute(delete(inspection_ranks).where(inspection_ranks.c.traceset_seq == seq))
+    if ranks:
+        conn.execute(
+            insert(inspection_ranks),
+            [
+                {"traceset_seq": seq, "position": position, "figures": figures.decode()}
+                for position, figures in enumerate(ranks)
+            ],
+        )
+
+
+def rank_figures(conn: Connection, *, seq: int, after: int, limit: int) -> list[tuple[int, str]]:
+    """(position, per-rank JSON) of the traces after position ``after``, in rank order."""
+    rows = conn.execute(
+        select(inspection_ranks.c.position, inspection_ranks.c.figures)
+        .where(inspection_ranks.c.traceset_seq == seq, inspection_ranks.c.position > after)
+        .order_by(inspection_ranks.c.position)
+        .limit(limit)
+    )
+    return [(row.position, row.figures) for row in rows]
+
+
+def renew_inspection_claim(conn: Connection, *, seq: int, now: datetime) -> None:
+    """Keep a running inspection's claim fresh, so a long one is not taken over."""
+    conn.execute(
+        update(inspections)
+        .where(inspections.c.traceset_seq == seq, inspections.c.status == "running")
+        .values(claimed_at=now)
     )
 
 

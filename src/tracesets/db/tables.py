@@ -98,4 +98,19 @@ inspections = Table(
     Column("finished_at", DateTime(timezone=True), nullable=True),
     Column("ok", Boolean, nullable=True),  # done and nothing disagrees
     Column("result", Text, nullable=True),  # JSON: the summary and every file's finding
+    Column("consistent", Boolean, nullable=True),  # done and the checks across ranks pass
+)
+
+#: Every trace's figures, for the paged per-rank route (the inspection shows the first).
+inspection_ranks = Table(
+    "inspection_ranks",
+    metadata,
+    Column(
+        "traceset_seq",
+        Seq,
+        ForeignKey("inspections.traceset_seq", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("position", Integer, primary_key=True),  # by rank; traces without a rank last
+    Column("figures", Text, nullable=False),  # JSON: one per-rank object
 )

@@ -110,7 +110,7 @@ def _describe_start(data: bytes) -> str:
     return f"it starts with {data[:16]!r}"
 
 
-def _read_up_to(stream: Readable, length: int) -> bytes:
+def read_up_to(stream: Readable, length: int) -> bytes:
     data = b""
     while len(data) < length:
         more = stream.read(length - len(data))
@@ -149,7 +149,7 @@ def _inspect_bytes(
     if source is not None:
         magic = fetch(source, 0, SNIFF_BYTES)
     elif stream is not None:
-        magic = _read_up_to(stream, SNIFF_BYTES)
+        magic = read_up_to(stream, SNIFF_BYTES)
         stream = Replay(magic, stream)
     else:
         raise ValueError("nothing to inspect: neither a source nor a stream")
@@ -160,7 +160,7 @@ def _inspect_bytes(
         compressed = open_source(source, READ_AHEAD) if source is not None else stream
         assert compressed is not None
         decompressed = open_gzip(compressed)
-        magic = _read_up_to(decompressed, SNIFF_BYTES)
+        magic = read_up_to(decompressed, SNIFF_BYTES)
         source, stream = None, Replay(magic, decompressed)
     if is_zip(magic) or is_tar(magic):
         if not top:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Final
 
 import orjson
 
@@ -24,8 +25,20 @@ def _finding(finding: FileFinding) -> dict[str, Any]:
     }
 
 
-def result_json(summary: Summary, findings: list[FileFinding]) -> bytes:
-    """The inspection as the API shows it (less its status)."""
+#: The per-rank members of an inspection that has no per-rank figures (yet).
+NO_ANALYSIS: Final[Mapping[str, Any]] = {
+    "perRank": [],
+    "perRankCount": 0,
+    "stragglers": [],
+    "desyncedGroups": [],
+}
+
+
+def result_json(
+    summary: Summary, findings: list[FileFinding], analysis: Mapping[str, Any] | None = None
+) -> bytes:
+    """The inspection as the API shows it (less its status), with the per-rank members of
+    ``tracesets.analysis.report``."""
     return orjson.dumps(
         {
             "ranksFound": summary.ranks_found,
@@ -37,6 +50,7 @@ def result_json(summary: Summary, findings: list[FileFinding]) -> bytes:
             "unreadable": summary.unreadable,
             "warnings": summary.warnings,
             "files": [_finding(f) for f in findings],
+            **(NO_ANALYSIS if analysis is None else analysis),
         }
     )
 

@@ -2,6 +2,7 @@
 
 import { append, formatCount, h } from './dom.js';
 import { METRICS, availableMetrics, legend, rankBars, rankChart } from './rankchart.js';
+import { figuresBlock } from './rankfigures.js';
 
 const SHOWN_RUNS = 20;
 
@@ -93,6 +94,7 @@ export function inspectionSection(inspection) {
   append(section, [
     summary(inspection),
     inspection.files && inspection.files.length ? chartBlock(inspection) : null,
+    inspection.perRank && inspection.perRank.length ? figuresBlock(inspection) : null,
     listOf('Warnings', inspection.warnings),
     listOf('Files that could not be read', inspection.unreadable),
   ]);

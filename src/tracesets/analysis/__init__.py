@@ -1,0 +1,25 @@
+"""What a traceset's traces say about the run: per-rank figures, checked across ranks.
+
+Pure, like ``tracesets.inspection``: bytes come in through a ``ByteSource``, figures
+come out. Each trace is read through once, its events parsed a block at a time
+(``events``), and folded into running figures (``rank``, ``gpu``) whose memory does not
+grow with the trace.
+
+    analyses = analyze_file("rank-3.json.gz", FileSource("rank-3.json.gz"))
+    analyses[0].analysis.gpu.compute_pct  # 71.52
+"""
+
+from tracesets.analysis.files import TraceAnalysis, analyze_file, analyze_stream
+from tracesets.analysis.gpu import GpuTime
+from tracesets.analysis.rank import GroupCollectives, OpCount, RankAnalysis, Steps
+
+__all__ = [
+    "GpuTime",
+    "GroupCollectives",
+    "OpCount",
+    "RankAnalysis",
+    "Steps",
+    "TraceAnalysis",
+    "analyze_file",
+    "analyze_stream",
+]

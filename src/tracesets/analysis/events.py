@@ -1,0 +1,189 @@
+"""A Kineto trace's events, a batch at a time, from a stream of its bytes.
+
+Python's ``json`` parses only whole documents, and a trace is one document of up to
+gigabytes. Nearly all of it is the ``traceEvents`` array, whose items are small objects.
+So the scanner reads the stream a block at a time, cuts each block after the last
+``}`` that is followed by ``,`` and ``{`` (the end of one event and the start of the
+next), and hands ``[`` + those bytes + ``]`` to orjson. orjson validates what it parses,
+so a cut that is not between two events (inside a string, inside an event's ``args``)
+makes the parse fail, and an earlier cut is tried; a cut past the end of the array makes
+orjson stop with "unexpected content after document" exactly where the array ended.
+Memory is one block and its events, whatever the length of the trace.
+
+Measured by ``bench/analyze_traces.py`` on a 256 MiB generated trace, in CPU time of one
+core: this scanner parses 151 MiB/s at 50 MB of peak RSS; ijson's C backend
+(``ijson.items(f, "traceEvents.item")``, yajl2_c) 77 MiB/s at 47 MB; orjson on the
+whole document, for reference, 43 MiB/s at 2.2 GB. So the scanner: twice ijson's speed,
+and orjson's own validation of every byte.
+
+What comes before the array (``distributedInfo`` in PyTorch's traces) and after it
+(``distributedInfo`` in Kineto's on-demand traces) is kept, up to a bound, so the caller
+can read the trace's own word on its rank and process groups.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Final
+
+import orjson
+
+from tracesets.inspection.decompress import Readable
+from tracesets.inspection.jsonscan import HEAD_BUDGET, TAIL_WINDOW, WHITESPACE, Head
+
+#: Bytes read from the stream at a time, and the usual size of one parse.
+BLOCK: Final = 256 * 1024
+#: One event may not be longer than this (real events are under a kilobyte).
+MAX_EVENT_BYTES: Final = 64 * 1024 * 1024
+#: Earlier cuts tried in a block before reading on (a cut fails only inside a string or
+#: an event's args, or past the end of the array).
+CUT_TRIES: Final = 6
+
+_AFTER_DOCUMENT: Final = "unexpected content after document"
+_END_OF_DATA: Final = "unexpected end of data"
+
+
+class EventsUnreadable(Exception):
+    """The ``traceEvents`` array is not a readable JSON array of events."""
+
+
+@dataclass(slots=True)
+class Outside:
+    """The bytes of the trace before ``traceEvents`` and after its array, as far as kept."""
+
+    head: bytes = b""
+    tail: bytes = b""
+    found: bool = False  # the trace has a traceEvents array
+    complete: bool = False  # the array ended before the stream did
+
+
+def _next_significant(data: bytes, at: int) -> int:
+    while at < len(data) and data[at] in WHITESPACE:
+        at += 1
+    return at
+
+
+def _cuts(buffer: bytes) -> Iterator[int]:
+    """Where events may end, last first: ``}`` then ``,`` then ``{``, whitespace aside."""
+    end = len(buffer)
+    while True:
+        at = buffer.rfind(b"}", 0, end)
+        if at == -1:
+            return
+        comma = _next_significant(buffer, at + 1)
+        if comma < len(buffer) and buffer[comma] == ord(","):
+            brace = _next_significant(buffer, comma + 1)
+            if brace < len(buffer) and buffer[brace] == ord("{"):
+                yield at
+        end = at
+
+
+def _byte_offset(doc: bytes, chars: int) -> int:
+    """The byte offset of character ``chars`` of UTF-8 ``doc`` (orjson counts characters)."""
+    return len(doc[: chars * 4].decode("utf-8", errors="ignore")[:chars].encode())
+
+
+def _parse(doc: bytes) -> tuple[list[Any] | None, int | None, str | None]:
+    """The events of ``doc`` (``[`` ... ``]``), where it ended if the array ended early, and
+    why it could not be parsed."""
+    try:
+        return orjson.loads(doc), None, None
+    except orjson.JSONDecodeError as error:
+        if error.msg == _AFTER_DOCUMENT:
+            end = _byte_offset(doc, error.pos)
+            events = orjson.loads(doc[:end])
+            return events, end, None
+        if _byte_offset(doc, error.pos) < len(doc) - 1:  # not where the cut was: bad JSON
+            raise EventsUnreadable(
+                f"the traceEvents array is not valid JSON: {error.msg}"
+            ) from None
+        return None, None, error.msg
+
+
+def _parsed_list(value: object) -> list[Any]:
+    if not isinstance(value, list):  # "[" ... "]" always parses to a list
+        raise EventsUnreadable("traceEvents is not an array")
+    return value
+
+
+def scan_events(stream: Readable, on_batch: Callable[[list[Any]], None]) -> Outside:
+    """Hand each batch of ``traceEvents`` items to ``on_batch``; what is outside, returned.
+
+    Raises ``EventsUnreadable`` when the array is not valid JSON or is cut short (the
+    batches before that point have been handed over).
+    """
+    head = Head(stream.read)
+    at = head.until_key("traceEvents")
+    outside = Outside(head=head.data[: at if at is not None else HEAD_BUDGET])
+    if at is None:
+        return outside
+    if at >= len(head.data) or head.data[at] != ord("["):
+        raise EventsUnreadable("traceEvents is not an array")
+    outside.found = True
+    buffer = head.data[at + 1 :]
+    eof = head.complete
+    while True:
+        if not eof and len(buffer) < BLOCK:
+            more = stream.read(BLOCK)
+            if more:
+                buffer += more
+                continue
+            eof = True
+        start = _next_significant(buffer, 0)
+        if start < len(buffer) and buffer[start] == ord("]"):  # empty array, or ended at a cut
+            outside.complete = True
+            outside.tail = _tail(buffer[start + 1 :], stream, eof)
+            return outside
+        done, buffer = _take(buffer, on_batch, eof=eof)
+        if done is not None:
+            outside.complete = True
+            outside.tail = _tail(done, stream, eof)
+            return outside
+        if eof:
+            raise EventsUnreadable("the traceEvents array is cut short: the trace ends inside it")
+        if len(buffer) > MAX_EVENT_BYTES:
+            raise EventsUnreadable(
+                f"no event ends within {MAX_EVENT_BYTES:,} bytes of traceEvents, or they are "
+                "not JSON"
+            )
+        more = stream.read(BLOCK)
+        if not more:
+            eof = True
+        buffer += more
+
+
+def _take(
+    buffer: bytes, on_batch: Callable[[list[Any]], None], *, eof: bool
+) -> tuple[bytes | None, bytes]:
+    """Parse the events at the start of ``buffer``: (what follows the array if it ended, rest)."""
+    if eof:  # the whole rest of the trace: the array must end in it
+        events, end, why = _parse(b"[" + buffer)
+        if events is not None:  # the array ended, and something (or nothing) follows it
+            on_batch(_parsed_list(events))
+            return (b"" if end is None else buffer[end - 1 :]), b""
+        if why != _END_OF_DATA:
+            raise EventsUnreadable(f"the traceEvents array is not valid JSON: {why}")
+    for tries, cut in enumerate(_cuts(buffer)):
+        if tries >= CUT_TRIES:
+            break
+        events, end, _ = _parse(b"[" + buffer[: cut + 1] + b"]")
+        if events is None:
+            continue
+        on_batch(_parsed_list(events))
+        if end is not None:
+            return buffer[end - 1 :], b""
+        comma = _next_significant(buffer, cut + 1)
+        return None, buffer[comma + 1 :]
+    return None, buffer
+
+
+def _tail(after: bytes, stream: Readable, eof: bool) -> bytes:
+    """The bytes after the array, read to the end of the stream, the last ``TAIL_WINDOW`` kept."""
+    tail = after[-TAIL_WINDOW:]
+    while not eof:
+        more = stream.read(BLOCK)
+        if not more:
+            break
+        tail = (tail + more)[-TAIL_WINDOW:]
+    return tail

@@ -1,0 +1,161 @@
+"""Analysing one traceset file: each Kineto trace in it, read through once.
+
+Files are opened the way inspection opens them (``tracesets.inspection.files``): gzip by
+its magic bytes, zip and tar members one at a time, archives at the top level only, bomb
+refusals alike. Every trace is then read in order, start to end, as one stream: a plain
+file through a small buffer, a compressed one through its decompressor.
+
+Bad bytes become a ``TraceAnalysis`` whose ``analysis.problem`` says what was wrong,
+with the figures of the events read before it; a failure of the source is raised as
+``SourceError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from tracesets.analysis.events import EventsUnreadable, Outside, scan_events
+from tracesets.analysis.rank import GroupCollectives, RankAccumulator, RankAnalysis
+from tracesets.inspection.archives import (
+    Member,
+    is_tar,
+    is_zip,
+    tar_members,
+    tar_stream_members,
+    zip_members,
+)
+from tracesets.inspection.decompress import GZIP_MAGIC, Readable, open_gzip
+from tracesets.inspection.distributed import groups_of, parse_ranks, whole_number
+from tracesets.inspection.failures import describe
+from tracesets.inspection.files import SNIFF_BYTES, Replay, read_up_to
+from tracesets.inspection.jsonscan import ValueUnreadable, decode_value, find_key, find_last_key
+from tracesets.inspection.source import READ_AHEAD, ByteSource, SourceError, open_source
+
+
+@dataclass(frozen=True, slots=True)
+class TraceAnalysis:
+    """One trace (``file``, or ``member`` of it) and what its events say."""
+
+    file: str
+    member: str | None
+    analysis: RankAnalysis
+
+    @property
+    def label(self) -> str:
+        return self.file if self.member is None else f"{self.file}!{self.member}"
+
+
+def _distributed_info(outside: Outside) -> dict[str, Any] | None:
+    at = find_key(outside.head, "distributedInfo")
+    data = outside.head
+    if at is None:
+        at, data = find_last_key(outside.tail, "distributedInfo"), outside.tail
+    if at is None:
+        return None
+    try:
+        info = decode_value(data, at)
+    except ValueUnreadable:
+        return None
+    return info if isinstance(info, dict) else None
+
+
+def _declared_groups(outside: Outside, analysis: RankAnalysis) -> RankAnalysis:
+    """The process groups of ``distributedInfo.pg_config`` beside those collectives named."""
+    info = _distributed_info(outside)
+    if info is None:
+        return analysis
+    groups = {group.name: group for group in analysis.collectives}
+    for config in groups_of(info.get("pg_config")):
+        name = config.get("pg_name")
+        if name is None:
+            continue
+        group = groups.setdefault(str(name), GroupCollectives(name=str(name)))
+        description = config.get("pg_desc")
+        if group.description is None and isinstance(description, str):
+            group.description = description
+        if group.ranks is None:
+            group.ranks = parse_ranks(config.get("ranks"))
+        size = whole_number(config.get("pg_size"))
+        if group.ranks is None and size == 1:
+            group.ranks = []
+    collectives = sorted(groups.values(), key=lambda g: g.name)
+    return RankAnalysis(
+        analysis.events, analysis.steps, analysis.gpu, collectives, analysis.problem
+    )
+
+
+def analyze_stream(stream: Readable) -> RankAnalysis:
+    """The figures of one trace read in order; bad bytes become its ``problem``."""
+    accumulator = RankAccumulator()
+    try:
+        outside = scan_events(stream, accumulator.add_all)
+    except SourceError:
+        raise
+    except EventsUnreadable as error:
+        return accumulator.result(str(error))
+    except Exception as error:
+        return accumulator.result(describe(error))
+    if not outside.found:
+        return accumulator.result("not a PyTorch profiler trace: it has no traceEvents")
+    return _declared_groups(outside, accumulator.result())
+
+
+def _streams(
+    source: ByteSource | None, stream: Readable | None, *, top: bool
+) -> Iterator[tuple[str | None, Readable]]:
+    """Each trace's stream in some bytes (a file or a member): ``(member, stream)``."""
+    if source is not None:
+        stream = open_source(source, READ_AHEAD)
+    assert stream is not None
+    magic = read_up_to(stream, SNIFF_BYTES)
+    stream = Replay(magic, stream)
+    if magic.startswith(GZIP_MAGIC):
+        stream = open_gzip(stream)
+        magic = read_up_to(stream, SNIFF_BYTES)
+        stream = Replay(magic, stream)
+        source = None
+    if is_zip(magic) or is_tar(magic):
+        if not top:
+            return
+        members: Iterator[Member]
+        if source is not None:
+            members = zip_members(source) if is_zip(magic) else tar_members(source)
+        elif is_tar(magic):
+            members = tar_stream_members(stream)
+        else:
+            return
+        for member in members:
+            if member.problem is not None:
+                continue
+            opened = (
+                member.open()
+                if member.open is not None
+                else open_source(member.source, READ_AHEAD)
+                if member.source is not None
+                else None
+            )
+            if opened is None:
+                continue
+            for _, inner in _streams(None, opened, top=False):
+                yield member.name, inner
+        return
+    if magic.lstrip().startswith(b"{") or magic.startswith(b"\xef\xbb\xbf"):
+        yield None, stream
+
+
+def analyze_file(name: str, source: ByteSource) -> list[TraceAnalysis]:
+    """The figures of each JSON trace in one traceset file, archives per member.
+
+    Files and members that are not JSON traces are left out: inspection reports them.
+    """
+    found: list[TraceAnalysis] = []
+    try:
+        for member, stream in _streams(source, None, top=True):
+            found.append(TraceAnalysis(name, member, analyze_stream(stream)))
+    except SourceError:
+        raise
+    except Exception:  # a broken archive: inspection reports it; the traces before it count
+        return found
+    return found

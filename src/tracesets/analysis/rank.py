@@ -1,0 +1,219 @@
+"""What one trace's events say about its rank: steps, GPU time, collectives.
+
+``RankAccumulator.add_all`` sees each event once, in file order, and keeps only running
+figures: step durations (one number per ``ProfilerStep``), collective counts per process
+group, and the GPU intervals ``gpu`` needs (26 bytes per GPU event, bounded). Events
+that are not objects, or whose fields have the wrong types, are skipped, never fatal.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import statistics
+from array import array
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from tracesets.analysis.gpu import DEVICE_SYNCS, GpuIntervals, GpuTime, hta_interval
+from tracesets.inspection.distributed import parse_ranks, whole_number
+
+#: HTA's ``ProfilerStepGroupingPattern``.
+STEP: Final = re.compile(r"^ProfilerStep#(\d+)")
+#: Step durations kept per rank; a trace has tens, a long one thousands.
+MAX_STEPS: Final = 1_000_000
+#: Process groups and operations tracked per rank.
+MAX_GROUPS: Final = 4096
+MAX_OPS: Final = 64
+#: The CPU-side event PyTorch records once per collective, NCCL or Gloo alike.
+COLLECTIVE_EVENT: Final = "record_param_comms"
+UNKNOWN: Final = "unknown"
+
+#: Bytes per element of the dtypes PyTorch names in ``record_param_comms``.
+DTYPE_BYTES: Final = {
+    "Float": 4, "Double": 8, "Half": 2, "BFloat16": 2, "Int": 4, "Long": 8, "Short": 2,
+    "Char": 1, "Byte": 1, "Bool": 1, "ComplexFloat": 8, "ComplexDouble": 16,
+    "ComplexHalf": 4, "UInt16": 2, "UInt32": 4, "UInt64": 8, "Float8_e4m3fn": 1,
+    "Float8_e5m2": 1, "Float8_e4m3fnuz": 1, "Float8_e5m2fnuz": 1,
+}  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Steps:
+    count: int
+    min_us: float | None
+    median_us: float | None
+    max_us: float | None
+
+
+@dataclass(slots=True)
+class OpCount:
+    count: int = 0
+    bytes: int | None = None  # None when no call of the operation recorded its size
+
+
+@dataclass(slots=True)
+class GroupCollectives:
+    """The collectives one rank issued in one process group."""
+
+    name: str
+    description: str | None = None
+    ranks: list[int] | None = None
+    ops: dict[str, OpCount] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class RankAnalysis:
+    """What one trace's events say; ``problem`` when they could not all be read."""
+
+    events: int
+    steps: Steps
+    gpu: GpuTime | None
+    collectives: list[GroupCollectives]
+    problem: str | None = None
+
+
+_NUMBERS: Final = (int, float)
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    return None
+
+
+def _stream(args: dict[str, Any]) -> int:
+    """``args.stream`` as HTA reads it: a number (or numeric string), else -1."""
+    stream = args.get("stream")
+    if isinstance(stream, int) and not isinstance(stream, bool):
+        return stream
+    if isinstance(stream, float) and math.isfinite(stream):
+        return int(stream)
+    if isinstance(stream, str):
+        try:
+            return int(float(stream))
+        except (ValueError, OverflowError):
+            return -1
+    return -1
+
+
+def _correlation(args: dict[str, Any]) -> int:
+    correlation = args.get("correlation")
+    if isinstance(correlation, int) and not isinstance(correlation, bool):
+        return correlation
+    return -1
+
+
+class RankAccumulator:
+    """Running figures of one trace, fed one event at a time."""
+
+    def __init__(self) -> None:
+        self.events = 0
+        self.step_durations = array("d")
+        self.step_names: set[str] = set()
+        self.last_step: float | None = None
+        self.gpu = GpuIntervals()
+        self.groups: dict[str, GroupCollectives] = {}
+
+    def add_all(self, events: list[Any]) -> None:
+        """Fold a batch of events in. The common shapes (numbers as ints or floats, a
+        ``stream`` and ``correlation`` as ints) take a fast path; the rest are coerced."""
+        self.events += len(events)
+        numbers = _NUMBERS
+        for event in events:
+            if type(event) is not dict:
+                continue
+            cat, ts, dur = event.get("cat"), event.get("ts"), event.get("dur")
+            # (bools are ints to isinstance, not to type: True is no timestamp)
+            if cat is None or cat == "Trace":
+                continue
+            start = ts if type(ts) in numbers else _number(ts)
+            length = dur if type(dur) in numbers else _number(dur)
+            if start is not None and length is not None:
+                self._add(event, start, length)
+
+    def _add(self, event: dict[str, Any], ts: float, dur: float) -> None:
+        name = event.get("name")
+        if type(name) is not str:
+            name = ""
+        args = event.get("args")
+        if type(args) is not dict:
+            args = {}
+        stream = args.get("stream", -1)
+        if type(stream) is not int:
+            stream = _stream(args)
+        correlation = args.get("correlation", -1)
+        if type(correlation) is not int:
+            correlation = _correlation(args)
+        on_gpu = (stream >= 0 and correlation >= 0) or name in DEVICE_SYNCS
+        if type(ts) is float:  # HTA rounds nanosecond timestamps inwards
+            start, end = hta_interval(ts, dur, fractional=True)
+        else:
+            start, end = ts, ts + dur
+        if stream != -1:
+            self.gpu.add_gpu(name, start, end, correlation if on_gpu else -1)
+        if on_gpu:
+            return
+        if correlation >= 0:
+            self.gpu.add_launch(start, correlation)
+        if name.startswith("ProfilerStep") and STEP.match(name):
+            self._step(name, start, dur)
+        elif name == COLLECTIVE_EVENT:
+            self._collective(args)
+
+    def _step(self, name: str, ts: float, dur: float) -> None:
+        if len(self.step_names) < MAX_STEPS:
+            self.step_names.add(name)
+            self.step_durations.append(dur)
+        if self.last_step is None or ts > self.last_step:
+            self.last_step = ts
+
+    def _collective(self, args: dict[str, Any]) -> None:
+        group_name = args.get("Process Group Name")
+        key = str(group_name) if group_name is not None else UNKNOWN
+        group = self.groups.get(key)
+        if group is None:
+            if len(self.groups) >= MAX_GROUPS:
+                return
+            description = args.get("Process Group Description")
+            group = GroupCollectives(
+                name=key,
+                description=description if isinstance(description, str) else None,
+                ranks=parse_ranks(args.get("Process Group Ranks")),
+            )
+            self.groups[key] = group
+        op_name = args.get("Collective name")
+        op = str(op_name) if op_name is not None else UNKNOWN
+        counted = group.ops.get(op)
+        if counted is None:
+            if len(group.ops) >= MAX_OPS:
+                return
+            counted = group.ops[op] = OpCount()
+        counted.count += 1
+        elements = whole_number(args.get("In msg nelems"))
+        size = DTYPE_BYTES.get(str(args.get("dtype")))
+        if elements is not None and size is not None:
+            counted.bytes = (counted.bytes or 0) + elements * size
+
+    def result(self, problem: str | None = None) -> RankAnalysis:
+        durations = sorted(self.step_durations)
+        steps = Steps(
+            count=len(durations),
+            min_us=durations[0] if durations else None,
+            median_us=statistics.median(durations) if durations else None,
+            max_us=durations[-1] if durations else None,
+        )
+        # HTA drops the GPU work of the last step only when there are two steps or more.
+        last_step = self.last_step if len(self.step_names) >= 2 else None
+        if self.gpu.too_many:
+            gpu = None
+            problem = problem or "too many GPU events for a breakdown of GPU time"
+        else:
+            gpu = self.gpu.time(last_step)
+        return RankAnalysis(
+            events=self.events,
+            steps=steps,
+            gpu=gpu,
+            collectives=sorted(self.groups.values(), key=lambda g: g.name),
+            problem=problem,
+        )

@@ -1,0 +1,64 @@
+"""``tracesets inspect``'s per-rank figures: the same analysis the service runs after
+``complete``, on local files, shown as a table or as the inspection's JSON members."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rich.table import Table
+
+from tracesets.analysis import TraceAnalysis, analyze_file
+from tracesets.analysis.report import TracesetAnalysis, analyse_traceset
+from tracesets.client.files import LocalFile
+from tracesets.inspection import FileFinding, FileSource, SourceError
+
+
+def analyse_local(
+    files: Sequence[LocalFile], findings: Sequence[FileFinding], *, world_size: int | None
+) -> TracesetAnalysis:
+    """Every primary file read through once; a file that cannot be read is left to
+    inspection, which already says so."""
+    traces: list[TraceAnalysis] = []
+    for file in files:
+        if file.role == "primary":
+            try:
+                traces.extend(analyze_file(file.name, FileSource(file.path)))
+            except (OSError, SourceError):
+                continue
+    return analyse_traceset(findings, traces, world_size=world_size)
+
+
+def json_members(analysis: TracesetAnalysis) -> dict[str, Any]:
+    """The inspection's per-rank members, with every rank (no page is needed locally)."""
+    return {**analysis.inline(), "perRank": analysis.ranks}
+
+
+def _number(value: float | None, scale: float = 1, digits: int = 2) -> str:
+    return "" if value is None else f"{value / scale:,.{digits}f}"
+
+
+def figures_table(analysis: TracesetAnalysis) -> Table:
+    table = Table(
+        "rank", "steps", "step ms", "comp %", "comm+mem %", "idle %", "overlap %",
+        "colls", "problem", title="per-rank figures (step ms: median; GPU time as HTA counts it)",
+    )  # fmt: skip
+    for figures in analysis.ranks:
+        gpu = figures["gpu"] or {}
+        steps = figures["steps"]
+        collectives = sum(
+            op["count"] for group in figures["collectives"] for op in group["ops"].values()
+        )
+        rank = "" if figures["rank"] is None else str(figures["rank"])
+        table.add_row(
+            rank + (" (straggler)" if figures["straggler"] else ""),
+            str(steps["count"]),
+            _number(steps["medianUs"], 1000, 1),
+            _number(gpu.get("computePct")),
+            _number(gpu.get("nonComputePct")),
+            _number(gpu.get("idlePct")),
+            _number(gpu.get("overlapPct")),
+            f"{collectives:,}",
+            figures["problem"] or ("no GPU events" if not gpu else ""),
+        )
+    return table
