@@ -144,7 +144,11 @@ class TracesetService:
         traceset_id = uuid.uuid4().hex
         plans = [
             self.store.plan_upload(
-                blob_key(traceset_id, idx), size=f.size, sha256=f.sha256, base_url=base_url
+                blob_key(traceset_id, idx),
+                size=f.size,
+                sha256=f.sha256,
+                base_url=base_url,
+                parts=f.parts,
             )
             for idx, f in enumerate(request.files)
         ]
