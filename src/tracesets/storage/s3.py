@@ -337,7 +337,9 @@ class S3BlobStore:
     def finish_upload(
         self, key: str, *, size: int, sha256: str | None, upload_id: str | None
     ) -> str:
-        digests = self._load_digests(key) if sha256 is not None else None
+        digests = None
+        if upload_id is not None and sha256 is not None:
+            digests = self._load_digests(key)
         if upload_id is not None:
             self._complete_multipart(key, size, upload_id, digests)
         try:
@@ -352,6 +354,14 @@ class S3BlobStore:
         if stored != size:
             self._delete_keys([self._key(key)])
             raise UploadIncomplete(f"arrived with {stored:,} bytes; it was declared with {size:,}")
+        # Joined from parts by an earlier complete (a whole-object checksum is a single PUT's).
+        if (
+            digests is None
+            and sha256 is not None
+            and head.get("ChecksumSHA256")
+            and head.get("ChecksumType") != "FULL_OBJECT"
+        ):
+            digests = self._load_digests(key)
         digest = (
             self._parts_sha256(key, head, sha256, digests)
             or self._stored_sha256(head)
