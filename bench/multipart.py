@@ -19,9 +19,11 @@ multipart threshold and part size at their defaults (64 MiB). One file of random
 
 The script prints the median MB/s of each (1 MB = 10⁶ bytes) and the ratios to the
 single PUT; for the client also the time of each phase, so what the client adds and
-what the S3 server costs can be told apart. For each complete it prints the bytes the
-service process read while it ran (``rchar`` of /proc/PID/io: files and sockets,
-request and answers included), so a complete that reads the object back shows.
+what the S3 server costs can be told apart. For each complete it prints the bytes the S3
+server sent while it ran: the service reaches S3 through a counting TCP relay
+(``tests/relay.py``), so a complete that reads the object back shows its size. The
+presigned URLs point at the relay too, so the PUTs pass through it (one more copy on
+loopback).
 ``--client-only`` runs only the client's uploads (for large files).
 
     .venv/bin/python bench/multipart.py [--quick] [--size-mib N] [--runs N] [--client-only]
@@ -50,9 +52,14 @@ from typing import Any, Final
 import boto3
 import httpx
 from botocore.config import Config
+
+# The counting relay lives with the tests, which use it too.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 from put_upload import curl_put, make_file
 from servers import LOOPBACK, VENV_BIN, debian_command, free_port, running, service_argv
 
+from tests.relay import CountingRelay
 from tracesets import Client
 
 TOKEN: Final = "bench-token-" + "3" * 24
@@ -111,16 +118,16 @@ class Timeline(httpx.HTTPTransport):
         super().__init__(limits=httpx.Limits(max_connections=PARALLEL + 2))
         self.requests: list[tuple[str, str, float, float]] = []
         self._lock = threading.Lock()
-        self.service_pid: int | None = None
-        self.complete_read: list[int] = []  # bytes the service read during each complete
+        self.relay: CountingRelay | None = None
+        self.complete_read: list[int] = []  # bytes S3 sent during each complete
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        completing = request.url.path.endswith("/complete") and self.service_pid is not None
-        before = bytes_read(self.service_pid) if completing and self.service_pid else 0
+        relay = self.relay if request.url.path.endswith("/complete") else None
+        before = relay.received if relay else 0
         started = time.perf_counter()
         response = super().handle_request(request)
-        if completing and self.service_pid:
-            self.complete_read.append(bytes_read(self.service_pid) - before)
+        if relay:
+            self.complete_read.append(relay.received - before)
         response.read()  # the answers are small; reading here puts their end in the timing
         with self._lock:
             self.requests.append((request.method, request.url.path, started, time.perf_counter()))
@@ -144,26 +151,18 @@ class Timeline(httpx.HTTPTransport):
             self.requests.clear()
 
 
-def bytes_read(pid: int) -> int:
-    """Bytes process ``pid`` has read so far, from files and sockets alike (``rchar``)."""
-    for line in Path(f"/proc/{pid}/io").read_text().splitlines():
-        if line.startswith("rchar:"):
-            return int(line.split()[1])
-    raise RuntimeError(f"no rchar in /proc/{pid}/io")
-
-
 class Runs:
     """The three ways of sending ``source``, each leaving the bucket as it found it."""
 
     def __init__(
-        self, base: str, source: Path, sha256: str, parts_dir: Path, service_pid: int
+        self, base: str, source: Path, sha256: str, parts_dir: Path, relay: CountingRelay
     ) -> None:
         self.source = source
         self.size = source.stat().st_size
         self.sha256 = sha256
         self.parts_dir = parts_dir
         self.timeline = Timeline()
-        self.timeline.service_pid = service_pid
+        self.timeline.relay = relay
         self.client = Client(base, TOKEN, timeout=600, transport=self.timeline)
         self.s3 = s3_client()
 
@@ -276,14 +275,14 @@ def measure(bench: Runs, curl: str, bucket: Bucket, runs: int, client_only: bool
                 took = phases.pop("total")
                 read = int(phases.pop("complete read"))
                 detail = "  " + ", ".join(f"{step} {t:.2f} s" for step, t in phases.items())
-                detail += f" (service read {read:,} B)"
+                detail += f" (S3 sent {read:,} B)"
                 if run:
                     put_phase.append(phases["PUTs"])
                     complete["client"].append(phases["complete"])
                     complete_read["client"].append(read)
             elif name == "curl parts":
                 took, completed, read = bench.curl_parts(curl)
-                detail = f"  then complete {completed:.2f} s (service read {read:,} B)"
+                detail = f"  then complete {completed:.2f} s (S3 sent {read:,} B)"
                 if run:
                     complete["curl parts"].append(completed)
                     complete_read["curl parts"].append(read)
@@ -326,7 +325,8 @@ def main() -> None:
         sha256 = make_file(source, size)
         port = free_port()
         base = f"http://{LOOPBACK}:{port}"
-        service = stack.enter_context(
+        relay = stack.enter_context(CountingRelay(os.environ["AWS_ENDPOINT_URL"]))
+        stack.enter_context(
             running(
                 service_argv(port, workdir / "service"),
                 ready_url=f"{base}/healthz",
@@ -334,13 +334,14 @@ def main() -> None:
                 env={
                     "TRACESETS_BOOTSTRAP_TOKEN": TOKEN,
                     "TRACESETS_STORAGE_URL": bucket.storage_url,
+                    "AWS_ENDPOINT_URL": relay.url,
                     "DATABASE_URL": f"sqlite:///{workdir / 'service' / 'tracesets.db'}",
                 },
             )
         )
         parts_dir = workdir / "parts"
         parts_dir.mkdir()
-        bench = Runs(base, source, sha256, parts_dir, service.pid)
+        bench = Runs(base, source, sha256, parts_dir, relay)
         stack.callback(bench.client.close)
         traceset_id, parts, part_size = bench.plan()
         bench.client.delete_traceset(traceset_id)
@@ -362,7 +363,7 @@ def main() -> None:
         if figures.complete[way]:
             print(
                 f"complete, {label}: {statistics.median(figures.complete[way]):6.2f} s "
-                f"(median), service read {max(figures.complete_read[way]):,} B at most"
+                f"(median), S3 sent the service {max(figures.complete_read[way]):,} B at most"
             )
     client = rate(size, statistics.median(figures.seconds["client"]))
     puts = rate(size, statistics.median(figures.put_phase))
