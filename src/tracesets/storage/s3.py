@@ -25,6 +25,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import logging
 import math
 import os
 from collections.abc import Iterator, Mapping, Sequence
@@ -39,6 +40,8 @@ from botocore.exceptions import ClientError
 
 from tracesets.storage.base import PartTarget, UploadIncomplete, UploadPlan
 from tracesets.uploadrequest import PartDigests
+
+log = logging.getLogger("tracesets.storage")
 
 MIB: Final = 1024 * 1024
 MIN_PART_SIZE: Final = 5 * MIB  # S3's minimum for every part but the last
@@ -362,11 +365,13 @@ class S3BlobStore:
             and head.get("ChecksumType") != "FULL_OBJECT"
         ):
             digests = self._load_digests(key)
-        digest = (
-            self._parts_sha256(key, head, sha256, digests)
-            or self._stored_sha256(head)
-            or self._read_sha256(key)
-        )
+        digest = self._parts_sha256(key, head, sha256, digests)
+        how = f"S3's composite checksum of {len(digests.sha256) if digests else 0} declared parts"
+        if digest is None:
+            digest, how = self._stored_sha256(head), "S3's whole-object SHA-256"
+        if digest is None:
+            digest, how = self._read_sha256(key), f"reading its {size:,} bytes back"
+        log.info("checked %s: size, and sha256 by %s", self._key(key), how)
         if sha256 is not None and digest != sha256:
             self._delete_keys([self._key(key)])
             raise UploadIncomplete(f"arrived with sha256 {digest}; it was declared with {sha256}")
