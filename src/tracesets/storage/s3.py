@@ -297,22 +297,23 @@ class S3BlobStore:
         if upload_id is None or part_size is None:
             if self._object_size(key) == size:
                 return None
-            return self.plan_upload(
-                key, size=size, sha256=sha256, base_url=base_url, parts=self._load_digests(key)
-            )
+            return self._plan_again(key, size, sha256, base_url)
         stored = self._stored_parts(key, upload_id)
         if stored is None:  # completed already, or aborted: start again unless whole
             if self._object_size(key) == size:
                 return None
-            return self.plan_upload(
-                key, size=size, sha256=sha256, base_url=base_url, parts=self._load_digests(key)
-            )
+            return self._plan_again(key, size, sha256, base_url)
         wanted = self._expected_parts(size, part_size)
         missing = [n for n, length in wanted.items() if stored.get(n) != length]
         if not missing:
             return None  # every part is in; complete joins them
         digests = self._load_digests(key)
         return self._multipart_plan(key, size, upload_id, part_size, missing, digests)
+
+    def _plan_again(self, key: str, size: int, sha256: str | None, base_url: str) -> UploadPlan:
+        """A new upload of ``key``, in parts signed with their declared digests if any."""
+        parts = self._load_digests(key) if size > self.multipart_threshold else None
+        return self.plan_upload(key, size=size, sha256=sha256, base_url=base_url, parts=parts)
 
     @staticmethod
     def _expected_parts(size: int, part_size: int) -> dict[int, int]:
