@@ -7,19 +7,26 @@ multipart threshold and part size at their defaults (64 MiB). One file of random
 1 GiB (256 MiB with --quick). Each run, alternating:
 
 - **client**: ``tracesets.Client(...).upload([path], name=…, workload_metadata=…)``, in
-  this process, timed from the call to its return: sha256 of the file, upload-url
-  (the answer has ``parts``), the part PUTs (8 at a time, the client's default),
-  complete (S3 joins the parts; the service checks the object's sha256);
-- **curl parts**: the same parts PUT by one ``curl --parallel --parallel-max 8`` from
-  part files cut beforehand; upload-url and complete are outside the timing;
+  this process, timed from the call to its return: sha256 of the file and of each part,
+  upload-url (declaring the parts' digests; the answer has ``parts``, each URL signing
+  its digest), the part PUTs (8 at a time, the client's default), complete (S3 joins
+  the parts; the service compares S3's composite checksum with the declared parts');
+- **curl parts**: parts PUT by one ``curl --parallel --parallel-max 8`` from part files
+  cut beforehand, for a file declared with its sha256 only (no part digests); upload-url
+  and complete are outside the timing; complete reads the object back to hash it;
 - **single PUT**: one presigned ``put_object`` URL made with boto3, the whole file sent
   by ``curl -T``, straight to the bucket, no service involved.
 
 The script prints the median MB/s of each (1 MB = 10⁶ bytes) and the ratios to the
 single PUT; for the client also the time of each phase, so what the client adds and
-what the S3 server costs can be told apart.
+what the S3 server costs can be told apart. For each complete it prints the bytes the S3
+server sent while it ran: the service reaches S3 through a counting TCP relay
+(``tests/relay.py``), so a complete that reads the object back shows its size. The
+presigned URLs point at the relay too, so the PUTs pass through it (one more copy on
+loopback).
+``--client-only`` runs only the client's uploads (for large files).
 
-    .venv/bin/python bench/multipart.py [--quick] [--runs N]
+    .venv/bin/python bench/multipart.py [--quick] [--size-mib N] [--runs N] [--client-only]
 """
 
 from __future__ import annotations
@@ -45,9 +52,14 @@ from typing import Any, Final
 import boto3
 import httpx
 from botocore.config import Config
+
+# The counting relay lives with the tests, which use it too.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 from put_upload import curl_put, make_file
 from servers import LOOPBACK, VENV_BIN, debian_command, free_port, running, service_argv
 
+from tests.relay import CountingRelay
 from tracesets import Client
 
 TOKEN: Final = "bench-token-" + "3" * 24
@@ -106,10 +118,16 @@ class Timeline(httpx.HTTPTransport):
         super().__init__(limits=httpx.Limits(max_connections=PARALLEL + 2))
         self.requests: list[tuple[str, str, float, float]] = []
         self._lock = threading.Lock()
+        self.relay: CountingRelay | None = None
+        self.complete_read: list[int] = []  # bytes S3 sent during each complete
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
+        relay = self.relay if request.url.path.endswith("/complete") else None
+        before = relay.received if relay else 0
         started = time.perf_counter()
         response = super().handle_request(request)
+        if relay:
+            self.complete_read.append(relay.received - before)
         response.read()  # the answers are small; reading here puts their end in the timing
         with self._lock:
             self.requests.append((request.method, request.url.path, started, time.perf_counter()))
@@ -136,12 +154,15 @@ class Timeline(httpx.HTTPTransport):
 class Runs:
     """The three ways of sending ``source``, each leaving the bucket as it found it."""
 
-    def __init__(self, base: str, source: Path, sha256: str, parts_dir: Path) -> None:
+    def __init__(
+        self, base: str, source: Path, sha256: str, parts_dir: Path, relay: CountingRelay
+    ) -> None:
         self.source = source
         self.size = source.stat().st_size
         self.sha256 = sha256
         self.parts_dir = parts_dir
         self.timeline = Timeline()
+        self.timeline.relay = relay
         self.client = Client(base, TOKEN, timeout=600, transport=self.timeline)
         self.s3 = s3_client()
 
@@ -173,13 +194,15 @@ class Runs:
             [self.source], name="bench multipart", workload_metadata=METADATA
         )
         phases = self.timeline.phases(started, time.perf_counter())
+        phases["complete read"] = self.timeline.complete_read[-1]
         if traceset.status != "ready":
             raise RuntimeError(f"the client's traceset is {traceset.status}, not ready")
         self.client.delete_traceset(traceset.id)
         return phases
 
-    def curl_parts(self, curl: str) -> tuple[float, float]:
-        """Seconds of the PUTs, and of the complete call that follows (not in the timing)."""
+    def curl_parts(self, curl: str) -> tuple[float, float, int]:
+        """Seconds of the PUTs, and of the complete call that follows (not in the timing);
+        the bytes the service read during that complete."""
         traceset_id, parts, _ = self.plan()
         argv = [curl, "-sS", "--fail", "--parallel", "--parallel-max", str(PARALLEL)]
         argv += ["-H", "Expect:"]
@@ -194,7 +217,7 @@ class Runs:
             raise RuntimeError("the service did not complete curl's traceset")
         completed = time.perf_counter() - started
         self.client.delete_traceset(traceset_id)
-        return took, completed
+        return took, completed, self.timeline.complete_read[-1]
 
     def single_put(self, curl: str, bucket: Bucket) -> tuple[float, float]:
         """Seconds of the PUT, and of reading the object back with its sha256 (not timed in).
@@ -224,13 +247,25 @@ def rate(size: int, seconds: float) -> float:
     return size / seconds / MB
 
 
-def measure(
-    bench: Runs, curl: str, bucket: Bucket, runs: int
-) -> tuple[dict[str, list[float]], list[float]]:
-    """Seconds of each way, run after run, alternating; and of the client's part PUTs."""
+@dataclass
+class Figures:
+    """Seconds of each way, run after run; of the client's part PUTs and completes; bytes
+    the service read during each complete, by way."""
+
+    seconds: dict[str, list[float]]
+    put_phase: list[float]
+    complete: dict[str, list[float]]
+    complete_read: dict[str, list[int]]
+
+
+def measure(bench: Runs, curl: str, bucket: Bucket, runs: int, client_only: bool) -> Figures:
+    """Each way, run after run, alternating."""
     size = bench.size
-    seconds: dict[str, list[float]] = {"client": [], "curl parts": [], "single PUT": []}
+    ways = ["client"] if client_only else ["client", "curl parts", "single PUT"]
+    seconds: dict[str, list[float]] = {name: [] for name in ways}
     put_phase: list[float] = []
+    complete: dict[str, list[float]] = {"client": [], "curl parts": []}
+    complete_read: dict[str, list[int]] = {"client": [], "curl parts": []}
     for run in range(runs + 1):
         label = f"run {run}" if run else "warm-up"
         for name, taken in seconds.items():
@@ -238,12 +273,19 @@ def measure(
             if name == "client":
                 phases = bench.client_upload()
                 took = phases.pop("total")
+                read = int(phases.pop("complete read"))
                 detail = "  " + ", ".join(f"{step} {t:.2f} s" for step, t in phases.items())
+                detail += f" (S3 sent {read:,} B)"
                 if run:
                     put_phase.append(phases["PUTs"])
+                    complete["client"].append(phases["complete"])
+                    complete_read["client"].append(read)
             elif name == "curl parts":
-                took, completed = bench.curl_parts(curl)
-                detail = f"  then complete {completed:.2f} s"
+                took, completed, read = bench.curl_parts(curl)
+                detail = f"  then complete {completed:.2f} s (S3 sent {read:,} B)"
+                if run:
+                    complete["curl parts"].append(completed)
+                    complete_read["curl parts"].append(read)
             else:
                 took, read_back = bench.single_put(curl, bucket)
                 detail = f"  then GET + sha256 {read_back:.2f} s"
@@ -253,7 +295,7 @@ def measure(
             )
             if run:
                 taken.append(took)
-    return seconds, put_phase
+    return Figures(seconds, put_phase, complete, complete_read)
 
 
 def main() -> None:
@@ -262,6 +304,7 @@ def main() -> None:
     parser.add_argument("--size-mib", type=int, help="file size in MiB")
     parser.add_argument("--runs", type=int, help="runs of each (median is kept)")
     parser.add_argument("--tmp-dir", type=Path, help="where the file and the service's data go")
+    parser.add_argument("--client-only", action="store_true", help="only the client's uploads")
     args = parser.parse_args()
     size = (args.size_mib or (256 if args.quick else 1024)) * MIB
     runs: int = args.runs or (1 if args.quick else 3)
@@ -282,6 +325,7 @@ def main() -> None:
         sha256 = make_file(source, size)
         port = free_port()
         base = f"http://{LOOPBACK}:{port}"
+        relay = stack.enter_context(CountingRelay(os.environ["AWS_ENDPOINT_URL"]))
         stack.enter_context(
             running(
                 service_argv(port, workdir / "service"),
@@ -290,17 +334,19 @@ def main() -> None:
                 env={
                     "TRACESETS_BOOTSTRAP_TOKEN": TOKEN,
                     "TRACESETS_STORAGE_URL": bucket.storage_url,
+                    "AWS_ENDPOINT_URL": relay.url,
                     "DATABASE_URL": f"sqlite:///{workdir / 'service' / 'tracesets.db'}",
                 },
             )
         )
         parts_dir = workdir / "parts"
         parts_dir.mkdir()
-        bench = Runs(base, source, sha256, parts_dir)
+        bench = Runs(base, source, sha256, parts_dir, relay)
         stack.callback(bench.client.close)
         traceset_id, parts, part_size = bench.plan()
         bench.client.delete_traceset(traceset_id)
-        bench.cut_parts(part_size)
+        if not args.client_only:
+            bench.cut_parts(part_size)
         with urllib.request.urlopen(os.environ["AWS_ENDPOINT_URL"], timeout=10) as answer:
             server = answer.headers.get("Server", "?")
         print(
@@ -311,15 +357,23 @@ def main() -> None:
             f"{sys.version.split()[0]}",
             flush=True,
         )
-        seconds, put_phase = measure(bench, curl, bucket, runs)
+        figures = measure(bench, curl, bucket, runs, args.client_only)
 
-    single = rate(size, statistics.median(seconds["single PUT"]))
-    client = rate(size, statistics.median(seconds["client"]))
-    puts = rate(size, statistics.median(put_phase))
-    parallel = rate(size, statistics.median(seconds["curl parts"]))
-    print(f"single PUT (curl, presigned put_object)  {single:8.1f} MB/s (median)")
+    for way, label in (("client", "declared parts"), ("curl parts", "sha256 only   ")):
+        if figures.complete[way]:
+            print(
+                f"complete, {label}: {statistics.median(figures.complete[way]):6.2f} s "
+                f"(median), S3 sent the service {max(figures.complete_read[way]):,} B at most"
+            )
+    client = rate(size, statistics.median(figures.seconds["client"]))
+    puts = rate(size, statistics.median(figures.put_phase))
     print(f"client upload(), start to return         {client:8.1f} MB/s (median)")
     print(f"client upload(), its part PUTs only      {puts:8.1f} MB/s (median)")
+    if args.client_only:
+        return
+    single = rate(size, statistics.median(figures.seconds["single PUT"]))
+    parallel = rate(size, statistics.median(figures.seconds["curl parts"]))
+    print(f"single PUT (curl, presigned put_object)  {single:8.1f} MB/s (median)")
     print(f"curl --parallel of the same parts        {parallel:8.1f} MB/s (median)")
     print(f"ratio client/single PUT: {client / single:.2f} (part PUTs only: {puts / single:.2f})")
     print(f"ratio curl parts/single PUT: {parallel / single:.2f}")

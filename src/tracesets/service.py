@@ -15,7 +15,7 @@ import hashlib
 import logging
 import posixpath
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Final
@@ -34,6 +34,7 @@ from tracesets.records import ListedTraceset, StoredFile, Traceset
 from tracesets.storage.base import BlobStore, UploadIncomplete, UploadPlan
 from tracesets.uploadrequest import (
     FileSpec,
+    PartDigests,
     UploadRequest,
     read_file_additions,
     read_upload_request,
@@ -189,7 +190,11 @@ class TracesetService:
         traceset_id = uuid.uuid4().hex
         plans = [
             self.store.plan_upload(
-                blob_key(traceset_id, idx), size=f.size, sha256=f.sha256, base_url=base_url
+                blob_key(traceset_id, idx),
+                size=f.size,
+                sha256=f.sha256,
+                base_url=base_url,
+                parts=f.parts,
             )
             for idx, f in enumerate(request.files)
         ]
@@ -340,15 +345,16 @@ class TracesetService:
         seq: int,
         stored: list[StoredFile],
         base_url: str,
-        new: frozenset[int] = frozenset(),
+        new: Mapping[int, PartDigests | None] | None = None,
         *,
         limit: int | None = None,
     ) -> tuple[list[str], list[UploadTarget], int | None]:
         """Of ``stored``: the names whose bytes are all in the store, an upload entry for
         every other file, and the index a next page starts at (with a ``limit``, or past
-        about ``UPLOAD_STATUS_PAGE_BYTES``). Files of index in ``new`` were just declared:
-        the store is not asked what it holds of them. A multipart upload started here is
-        recorded."""
+        about ``UPLOAD_STATUS_PAGE_BYTES``). Files of index in ``new`` were just declared
+        (with their part digests, if any): the store is not asked what it holds of them. A
+        multipart upload started here is recorded."""
+        new = new or {}
         received: list[str] = []
         uploads: list[UploadTarget] = []
         restarted: list[tuple[int, UploadPlan]] = []
@@ -361,7 +367,11 @@ class TracesetService:
             key = blob_key(traceset_id, f.idx)
             plan = (
                 self.store.plan_upload(
-                    key, size=f.size, sha256=f.expected_sha256, base_url=base_url
+                    key,
+                    size=f.size,
+                    sha256=f.expected_sha256,
+                    base_url=base_url,
+                    parts=new[f.idx],
                 )
                 if f.idx in new
                 else self.store.resume_upload(
@@ -407,7 +417,7 @@ class TracesetService:
                 raise _not_found(traceset_id)
         specs = read_file_additions(parsed, max_files=self.limits.max_files)
 
-        def add(conn: Connection) -> tuple[int, list[StoredFile], frozenset[int]]:
+        def add(conn: Connection) -> tuple[int, list[StoredFile], dict[int, PartDigests | None]]:
             locked = queries.traceset_state(
                 conn, workspace=workspace, traceset_id=traceset_id, lock=True
             )
@@ -455,7 +465,8 @@ class TracesetService:
                 f.name: f for f in queries.insert_files(conn, seq=seq, specs=new, first_idx=first)
             }
             stored = [earlier.get(f.name) or added[f.name] for f in specs]
-            return seq, stored, frozenset(f.idx for f in added.values())
+            parts = {f.name: f.parts for f in specs}
+            return seq, stored, {f.idx: parts[f.name] for f in added.values()}
 
         seq, stored, new = self.db.write_soon(add)
         return self._targets(traceset_id, seq, stored, base_url, new)[1]

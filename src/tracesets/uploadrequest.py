@@ -25,7 +25,10 @@ MAX_FILE_SIZE: Final = 5 * 1024**4  # 5 TiB
 ROLES: Final = ("primary", "supporting")
 _SHA256: Final = re.compile(r"[0-9a-f]{64}")
 _MEMBERS: Final = frozenset({"name", "description", "files", "workloadMetadata"})
-_FILE_MEMBERS: Final = frozenset({"name", "size", "role", "sha256"})
+_FILE_MEMBERS: Final = frozenset({"name", "size", "role", "sha256", "partSize", "partSha256"})
+MIN_PART_SIZE: Final = 5 * 1024**2  # S3's least part (but the last)
+MAX_PART_SIZE: Final = 5 * 1024**3  # S3's largest part
+MAX_PARTS: Final = 10_000  # S3's most parts of one upload
 _ADD_MEMBERS: Final = frozenset({"files"})
 
 #: The explicit bidirectional formatting characters: embeddings, overrides, isolates and
@@ -41,11 +44,25 @@ Role = Literal["primary", "supporting"]
 
 
 @dataclass(frozen=True, slots=True)
+class PartDigests:
+    """A file's SHA-256 part by part, as its client declared them for the part size it chose.
+
+    A store that uploads in parts signs each part's digest into that part's URL, so the
+    store refuses other bytes, and checks the whole file from those digests at ``complete``
+    without reading it back.
+    """
+
+    part_size: int
+    sha256: tuple[str, ...]  # 64 lowercase hex digits each, part 1 first
+
+
+@dataclass(frozen=True, slots=True)
 class FileSpec:
     name: str
     size: int
     role: Role
     sha256: str | None
+    parts: PartDigests | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,9 +187,59 @@ def _check_file(index: int, entry: JsonValue, problems: list[Problem]) -> FileSp
                 f"{at}.sha256 must be 64 lowercase hexadecimal digits; got {show(sha)}",
             )
         )
+    parts = _check_parts(at, entry, size, sha, problems)
     if len(problems) > before:
         return None
-    return FileSpec(name, size, role, sha)
+    return FileSpec(name, size, role, sha, parts)
+
+
+def _check_parts(
+    at: str, entry: dict[str, JsonValue], size: Any, sha: Any, problems: list[Problem]
+) -> PartDigests | None:
+    """``partSize`` and ``partSha256``: the SHA-256 of each part, for a store that takes the
+    file in parts (S3) and checks it from these without reading it back."""
+    if "partSize" not in entry and "partSha256" not in entry:
+        return None
+    part_size: Any = entry.get("partSize")
+    digests: Any = entry.get("partSha256")
+    before = len(problems)
+    if not (_whole(part_size) and MIN_PART_SIZE <= part_size <= MAX_PART_SIZE):
+        problems.append(
+            Problem(
+                f"{at}.partSize",
+                part_size,
+                f"{at}.partSize must be a whole number of bytes from 5 MiB to 5 GiB, given "
+                f"with partSha256; got {show(part_size)}",
+            )
+        )
+    if sha is None:
+        problems.append(Problem(f"{at}.sha256", sha, f"{at}.sha256 must be given with partSha256"))
+    if not (
+        isinstance(digests, list)
+        and all(isinstance(d, str) and _SHA256.fullmatch(d) for d in digests)
+    ):
+        problems.append(
+            Problem(
+                f"{at}.partSha256",
+                digests,
+                f"{at}.partSha256 must be an array of 64 lowercase hexadecimal digits, one "
+                f"per part; got {show(digests)}",
+            )
+        )
+    elif len(problems) == before and _whole(size):
+        count = max(1, -(-size // part_size))
+        if count > MAX_PARTS or len(digests) != count:
+            problems.append(
+                Problem(
+                    f"{at}.partSha256",
+                    len(digests),
+                    f"{at}.partSha256 must hold one digest per part of {part_size:,} bytes: "
+                    f"{count:,} (at most {MAX_PARTS:,}); got {len(digests):,}",
+                )
+            )
+    if len(problems) > before or not _whole(size):
+        return None
+    return PartDigests(part_size, tuple(digests))
 
 
 def _check_files(files: JsonValue, problems: list[Problem], max_files: int) -> list[FileSpec]:

@@ -9,7 +9,7 @@ once JSON is parsed, and the rules must.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -114,6 +114,22 @@ class UploadFileSpec(BaseModel):
         default=None,
         pattern="^[0-9a-f]{64}$",
         description="Optional: the upload is refused unless its bytes have this digest.",
+    )
+    partSize: int | None = Field(
+        default=None,
+        ge=5 * 1024**2,
+        le=5 * 1024**3,
+        description="Optional, with partSha256 and sha256: the part size the client chose. "
+        "Where the store takes the file in parts (S3), they are this size, the last one "
+        "the rest.",
+    )
+    partSha256: list[Annotated[str, Field(pattern="^[0-9a-f]{64}$")]] | None = Field(
+        default=None,
+        max_length=10_000,
+        description="Optional, with partSize and sha256: the SHA-256 of each part, part 1 first "
+        "(64 lowercase hex digits each). A store that takes the file in parts signs each "
+        "digest into its part's URL (it refuses other bytes) and checks the whole file at "
+        "complete from its own checksums of the parts, without reading it back.",
     )
 
 

@@ -10,7 +10,6 @@ import contextlib
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
-from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self, TypeVar
@@ -28,9 +27,9 @@ from tracesets.client.files import (
     check_digests,
     collect,
     download_target,
+    hash_file,
     plan,
     read_range,
-    sha256_of,
     still_to_send,
     total_size,
 )
@@ -446,8 +445,7 @@ class AsyncClient:
             if file.sha256 is not None:
                 return file  # computed once: a resume does not hash again
             async with limit:
-                digest = await asyncio.to_thread(sha256_of, file.path, counter.add)
-            return replace(file, sha256=digest)
+                return await asyncio.to_thread(hash_file, file, counter.add)
 
         return await _all_or_none([one(f) for f in files])
 

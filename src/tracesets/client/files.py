@@ -19,6 +19,12 @@ from tracesets.client.models import Traceset, UploadStatus, UploadTarget
 from tracesets.uploadrequest import Role
 
 CHUNK: Final = 1024 * 1024
+#: Files above S3's least part size are declared in parts of this size (or larger, for at
+#: most 1,000 parts): a store that takes them in parts then checks each part as it arrives
+#: and the whole file at ``complete`` without reading it back.
+PART_SIZE: Final = 64 * CHUNK
+MIN_PART_SIZE: Final = 5 * CHUNK
+MAX_PARTS: Final = 1_000
 
 PathLike = str | os.PathLike[str]
 
@@ -30,13 +36,22 @@ class LocalFile:
     size: int
     role: Role
     sha256: str | None = None
+    part_sha256: tuple[str, ...] | None = None
 
     def spec(self) -> dict[str, Any]:
         """The file's entry in an upload-url request."""
         entry: dict[str, Any] = {"name": self.name, "size": self.size, "role": self.role}
         if self.sha256 is not None:
             entry["sha256"] = self.sha256
+        if self.part_sha256 is not None:
+            entry["partSize"] = part_size_for(self.size)
+            entry["partSha256"] = list(self.part_sha256)
         return entry
+
+
+def part_size_for(size: int) -> int:
+    """``PART_SIZE``, or more (whole MiB) when the file would need more than 1,000 parts."""
+    return max(PART_SIZE, -(-size // (MAX_PARTS * CHUNK)) * CHUNK)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,17 +121,36 @@ def collect(
     return list(chosen.values())
 
 
-def sha256_of(path: Path, on_bytes: Callable[[int], None] | None = None) -> str:
+def hash_file(file: LocalFile, on_bytes: Callable[[int], None] | None = None) -> LocalFile:
+    """``file`` with its sha256 and, above S3's least part size, each part's, in one read.
+
+    Part sizes are whole MiB, so each read chunk lies in one part.
+    """
     digest = hashlib.sha256()
+    in_parts = file.size > MIN_PART_SIZE
+    part_size = part_size_for(file.size)
+    parts: list[str] = []
+    part = hashlib.sha256()
+    done = 0
     try:
-        with path.open("rb", buffering=0) as source:
+        with file.path.open("rb", buffering=0) as source:
             while chunk := source.read(CHUNK):
                 digest.update(chunk)
+                if in_parts and file.size > part_size:
+                    part.update(chunk)
+                    done += len(chunk)
+                    if done % part_size == 0 or done >= file.size:
+                        parts.append(part.hexdigest())
+                        part = hashlib.sha256()
                 if on_bytes is not None:
                     on_bytes(len(chunk))
     except OSError as exc:
-        raise ClientError(f"{path}: {exc.strerror or exc}", sent=False) from None
-    return digest.hexdigest()
+        raise ClientError(f"{file.path}: {exc.strerror or exc}", sent=False) from None
+    whole = digest.hexdigest()
+    if not in_parts:
+        return replace(file, sha256=whole)
+    # One part: its digest is the file's.
+    return replace(file, sha256=whole, part_sha256=tuple(parts) if parts else (whole,))
 
 
 def read_range(path: Path, offset: int, length: int) -> Iterator[bytes]:

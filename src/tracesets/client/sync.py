@@ -8,7 +8,6 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -26,9 +25,9 @@ from tracesets.client.files import (
     check_digests,
     collect,
     download_target,
+    hash_file,
     plan,
     read_range,
-    sha256_of,
     still_to_send,
     total_size,
 )
@@ -531,8 +530,7 @@ class Client:
         counter = ProgressCounter(total_size([f for f in files if f.sha256 is None]), progress)
         counter.start()
         with ThreadPoolExecutor(self.concurrency) as pool:
-            digests = list(pool.map(lambda f: f.sha256 or sha256_of(f.path, counter.add), files))
-        return [replace(f, sha256=digest) for f, digest in zip(files, digests, strict=True)]
+            return list(pool.map(lambda f: f if f.sha256 else hash_file(f, counter.add), files))
 
     def _put_all(self, puts: list[Put], counter: ProgressCounter) -> None:
         """Every PUT, ``concurrency`` at a time. After a failure no new PUT starts, but those

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Protocol
 
 from tracesets.inspection.source import ByteSource
+from tracesets.uploadrequest import PartDigests
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,8 +48,17 @@ class UploadIncomplete(Exception):
 
 
 class BlobStore(Protocol):
-    def plan_upload(self, key: str, *, size: int, sha256: str | None, base_url: str) -> UploadPlan:
-        """Start an upload of ``size`` bytes as ``key`` and say where to send them."""
+    def plan_upload(
+        self,
+        key: str,
+        *,
+        size: int,
+        sha256: str | None,
+        base_url: str,
+        parts: PartDigests | None = None,
+    ) -> UploadPlan:
+        """Start an upload of ``size`` bytes as ``key`` and say where to send them; ``parts``
+        where the client declared its parts' digests (a store may ignore them)."""
         ...
 
     def resume_upload(

@@ -41,6 +41,7 @@ from tracesets.inspection.source import FileSource
 from tracesets.problems import InvalidRequest, Problem, ServiceUnavailable
 from tracesets.storage.base import UploadIncomplete, UploadPlan
 from tracesets.storage.signing import Method, URLSigner
+from tracesets.uploadrequest import PartDigests
 
 BLOB_ROUTE: Final = "/api/v1/blobs"
 
@@ -213,7 +214,16 @@ class LocalBlobStore:
         query, expires = self.signer.query(method, key, ttl)
         return f"{base_url}{BLOB_ROUTE}/{key}?{query}", expires
 
-    def plan_upload(self, key: str, *, size: int, sha256: str | None, base_url: str) -> UploadPlan:
+    def plan_upload(
+        self,
+        key: str,
+        *,
+        size: int,
+        sha256: str | None,
+        base_url: str,
+        parts: PartDigests | None = None,
+    ) -> UploadPlan:
+        # One PUT through the service, which hashes the bytes as they arrive: no parts.
         url, expires = self._signed_url("PUT", key, self.upload_ttl, base_url)
         return UploadPlan(expires_at=datetime.fromtimestamp(expires, UTC), url=url)
 

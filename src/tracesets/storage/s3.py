@@ -9,18 +9,26 @@ wrong bytes. Every single PUT also signs ``If-None-Match: *`` (a conditional wri
 S3 stores the object only if the key holds none, so once a file's bytes are in, no
 URL the service handed out (valid for hours) can replace them, before or after
 ``complete``; a multipart upload is joined with the same condition, and its part URLs
-die with the upload. What ``complete`` checked is what stays. ``finish_upload`` still checks every object before the traceset is
-ready: the size always, the sha256 from S3's own checksum where it kept one, else by
-reading the object back (S3-compatible stores that do not check checksums exist).
+die with the upload. What ``complete`` checked is what stays.
+
+A client that declares its parts' SHA-256 (and the file's) gets a multipart upload with
+S3's SHA-256 checksums: each part URL signs its part's digest, so S3 refuses other bytes,
+and S3 keeps the composite checksum of the joined object (the SHA-256 of the parts'
+digests). ``finish_upload`` checks every object before the traceset is ready: the size
+always; the sha256 from S3's own checksum where it kept a whole-object one; for parts,
+S3's composite against the declared parts' (no byte read); else by reading the object
+back (undeclared parts, or S3-compatible stores that do not check checksums).
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import json
+import logging
 import math
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
@@ -31,6 +39,9 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from tracesets.storage.base import PartTarget, UploadIncomplete, UploadPlan
+from tracesets.uploadrequest import PartDigests
+
+log = logging.getLogger("tracesets.storage")
 
 MIB: Final = 1024 * 1024
 MIN_PART_SIZE: Final = 5 * MIB  # S3's minimum for every part but the last
@@ -38,6 +49,9 @@ MAX_SINGLE_PUT: Final = 5 * 1024**3  # S3 refuses a single PUT above 5 GiB
 MAX_PARTS_PER_FILE: Final = 1_000
 MAX_PRESIGN_SECONDS: Final = 7 * 24 * 3600  # SigV4's limit
 _READ_CHUNK: Final = 8 * MIB
+#: Beside a file's key, the part digests its client declared (JSON): resuming signs the
+#: missing parts with them again, and ``complete`` checks S3's composite against them.
+_PARTS_SUFFIX: Final = ".part-sha256"
 
 
 class S3Source:
@@ -80,6 +94,17 @@ def part_size_for(size: int, configured: int) -> int:
     """The configured part size, or larger (whole MiB) when the file would need >1,000 parts."""
     needed = math.ceil(size / MAX_PARTS_PER_FILE)
     return max(configured, math.ceil(needed / MIB) * MIB)
+
+
+def _b64(hex_digest: str) -> str:
+    return base64.b64encode(bytes.fromhex(hex_digest)).decode()
+
+
+def composite_sha256(part_sha256: Sequence[str]) -> str:
+    """S3's checksum of an object joined from SHA-256-checked parts: base64 of the SHA-256
+    of the parts' digests end to end, then ``-`` and the number of parts."""
+    joined = hashlib.sha256(b"".join(bytes.fromhex(d) for d in part_sha256)).digest()
+    return f"{base64.b64encode(joined).decode()}-{len(part_sha256)}"
 
 
 def _code(error: ClientError) -> str:
@@ -140,18 +165,32 @@ class S3BlobStore:
 
     # -- uploads -------------------------------------------------------------------------
 
-    def plan_upload(self, key: str, *, size: int, sha256: str | None, base_url: str) -> UploadPlan:
+    def plan_upload(
+        self,
+        key: str,
+        *,
+        size: int,
+        sha256: str | None,
+        base_url: str,
+        parts: PartDigests | None = None,
+    ) -> UploadPlan:
         if size > self.multipart_threshold:
+            extra: dict[str, str] = {}
+            if parts is not None and sha256 is not None:
+                self._save_digests(key, parts)
+                extra["ChecksumAlgorithm"] = "SHA256"
+            else:
+                parts = None
             created = self.s3.create_multipart_upload(
-                Bucket=self.location.bucket, Key=self._key(key)
+                Bucket=self.location.bucket, Key=self._key(key), **extra
             )
-            part_size = part_size_for(size, self.part_size)
-            numbers = range(1, math.ceil(size / part_size) + 1)
-            return self._multipart_plan(key, size, created["UploadId"], part_size, numbers)
+            part_size = parts.part_size if parts else part_size_for(size, self.part_size)
+            numbers = range(1, max(1, math.ceil(size / part_size)) + 1)
+            return self._multipart_plan(key, size, created["UploadId"], part_size, numbers, parts)
         params: dict[str, Any] = {"Key": self._key(key), "ContentLength": size, "IfNoneMatch": "*"}
         headers: dict[str, str] = {"If-None-Match": "*"}
         if sha256 is not None:
-            checksum = base64.b64encode(bytes.fromhex(sha256)).decode()
+            checksum = _b64(sha256)
             params["ChecksumSHA256"] = checksum
             headers["x-amz-checksum-sha256"] = checksum
         return UploadPlan(
@@ -167,10 +206,17 @@ class S3BlobStore:
         upload_id: str,
         part_size: int,
         numbers: Iterator[int] | range | list[int],
+        digests: PartDigests | None,
     ) -> UploadPlan:
         parts = []
         for number in numbers:
             length = min(part_size, size - (number - 1) * part_size)
+            params: dict[str, Any] = {}
+            headers: dict[str, str] = {}
+            if digests is not None:
+                # Signed with its value: S3 stores the part only if its bytes have it.
+                params["ChecksumSHA256"] = _b64(digests.sha256[number - 1])
+                headers["x-amz-checksum-sha256"] = params["ChecksumSHA256"]
             url = self._presign(
                 "upload_part",
                 self.upload_ttl,
@@ -178,8 +224,9 @@ class S3BlobStore:
                 UploadId=upload_id,
                 PartNumber=number,
                 ContentLength=length,
+                **params,
             )
-            parts.append(PartTarget(part_number=number, url=url, size=length))
+            parts.append(PartTarget(part_number=number, url=url, size=length, headers=headers))
         return UploadPlan(
             expires_at=self._expires(self.upload_ttl),
             upload_id=upload_id,
@@ -209,6 +256,25 @@ class S3BlobStore:
                 return stored
             marker = int(page["NextPartNumberMarker"])
 
+    def _save_digests(self, key: str, parts: PartDigests) -> None:
+        body = json.dumps({"partSize": parts.part_size, "sha256": list(parts.sha256)})
+        self.s3.put_object(
+            Bucket=self.location.bucket, Key=self._key(key) + _PARTS_SUFFIX, Body=body.encode()
+        )
+
+    def _load_digests(self, key: str) -> PartDigests | None:
+        """The part digests declared for ``key``; None when its parts were not declared."""
+        try:
+            got = self.s3.get_object(
+                Bucket=self.location.bucket, Key=self._key(key) + _PARTS_SUFFIX
+            )
+        except ClientError as exc:
+            if _is_missing(exc):
+                return None
+            raise
+        saved = json.loads(got["Body"].read())
+        return PartDigests(int(saved["partSize"]), tuple(str(d) for d in saved["sha256"]))
+
     def _object_size(self, key: str) -> int | None:
         try:
             head = self.s3.head_object(Bucket=self.location.bucket, Key=self._key(key))
@@ -231,17 +297,23 @@ class S3BlobStore:
         if upload_id is None or part_size is None:
             if self._object_size(key) == size:
                 return None
-            return self.plan_upload(key, size=size, sha256=sha256, base_url=base_url)
+            return self._plan_again(key, size, sha256, base_url)
         stored = self._stored_parts(key, upload_id)
         if stored is None:  # completed already, or aborted: start again unless whole
             if self._object_size(key) == size:
                 return None
-            return self.plan_upload(key, size=size, sha256=sha256, base_url=base_url)
+            return self._plan_again(key, size, sha256, base_url)
         wanted = self._expected_parts(size, part_size)
         missing = [n for n, length in wanted.items() if stored.get(n) != length]
         if not missing:
             return None  # every part is in; complete joins them
-        return self._multipart_plan(key, size, upload_id, part_size, missing)
+        digests = self._load_digests(key)
+        return self._multipart_plan(key, size, upload_id, part_size, missing, digests)
+
+    def _plan_again(self, key: str, size: int, sha256: str | None, base_url: str) -> UploadPlan:
+        """A new upload of ``key``, in parts signed with their declared digests if any."""
+        parts = self._load_digests(key) if size > self.multipart_threshold else None
+        return self.plan_upload(key, size=size, sha256=sha256, base_url=base_url, parts=parts)
 
     @staticmethod
     def _expected_parts(size: int, part_size: int) -> dict[int, int]:
@@ -269,21 +341,46 @@ class S3BlobStore:
     def finish_upload(
         self, key: str, *, size: int, sha256: str | None, upload_id: str | None
     ) -> str:
+        digests = None
+        if upload_id is not None and sha256 is not None:
+            digests = self._load_digests(key)
         if upload_id is not None:
-            self._complete_multipart(key, size, upload_id)
-        stored = self._object_size(key)
-        if stored is None:
-            raise UploadIncomplete("has not been received")
+            self._complete_multipart(key, size, upload_id, digests)
+        try:
+            head = self.s3.head_object(
+                Bucket=self.location.bucket, Key=self._key(key), ChecksumMode="ENABLED"
+            )
+        except ClientError as exc:
+            if _is_missing(exc):
+                raise UploadIncomplete("has not been received") from None
+            raise
+        stored = int(head["ContentLength"])
         if stored != size:
             self._delete_keys([self._key(key)])
             raise UploadIncomplete(f"arrived with {stored:,} bytes; it was declared with {size:,}")
-        digest = self._stored_sha256(key) or self._read_sha256(key)
+        # Joined from parts by an earlier complete (a whole-object checksum is a single PUT's).
+        if (
+            digests is None
+            and sha256 is not None
+            and head.get("ChecksumSHA256")
+            and head.get("ChecksumType") != "FULL_OBJECT"
+        ):
+            digests = self._load_digests(key)
+        digest = self._parts_sha256(key, head, sha256, digests)
+        how = f"S3's composite checksum of {len(digests.sha256) if digests else 0} declared parts"
+        if digest is None:
+            digest, how = self._stored_sha256(head), "S3's whole-object SHA-256"
+        if digest is None:
+            digest, how = self._read_sha256(key), f"reading its {size:,} bytes back"
+        log.info("checked %s: size, and sha256 by %s", self._key(key), how)
         if sha256 is not None and digest != sha256:
             self._delete_keys([self._key(key)])
             raise UploadIncomplete(f"arrived with sha256 {digest}; it was declared with {sha256}")
         return digest
 
-    def _complete_multipart(self, key: str, size: int, upload_id: str) -> None:
+    def _complete_multipart(
+        self, key: str, size: int, upload_id: str, digests: PartDigests | None
+    ) -> None:
         stored = self._stored_parts(key, upload_id)
         if stored is None:
             return  # completed by an earlier call; the object's own checks follow
@@ -310,7 +407,7 @@ class S3BlobStore:
                 Bucket=self.location.bucket,
                 Key=self._key(key),
                 UploadId=upload_id,
-                MultipartUpload={"Parts": [{"PartNumber": n, "ETag": etags[n]} for n in numbers]},
+                MultipartUpload={"Parts": [self._joined(n, etags[n], digests) for n in numbers]},
                 IfNoneMatch="*",  # never replace an object already there
             )
         except ClientError as exc:
@@ -320,11 +417,42 @@ class S3BlobStore:
             # are of no use.
             self.abort_upload(key, upload_id)
 
-    def _stored_sha256(self, key: str) -> str | None:
+    @staticmethod
+    def _joined(number: int, etag: str, digests: PartDigests | None) -> dict[str, Any]:
+        """One part of CompleteMultipartUpload; an upload with checksums names each part's."""
+        part: dict[str, Any] = {"PartNumber": number, "ETag": etag}
+        if digests is not None and number <= len(digests.sha256):
+            part["ChecksumSHA256"] = _b64(digests.sha256[number - 1])
+        return part
+
+    def _parts_sha256(
+        self, key: str, head: Mapping[str, Any], sha256: str | None, digests: PartDigests | None
+    ) -> str | None:
+        """The declared sha256, when S3's composite checksum of the object is the one of the
+        declared parts; None when there is nothing to compare (undeclared parts).
+
+        S3 checked each part's bytes against its signed digest; the composite proves the
+        object is those parts, in order, all of them. That the parts make up a file of the
+        declared whole-file sha256 is the client's word: no byte is read to check it.
+        """
+        checksum = head.get("ChecksumSHA256")
+        if digests is None or sha256 is None or not checksum:
+            return None
+        if head.get("ChecksumType") == "FULL_OBJECT":  # not joined from the declared parts
+            return None
+        expected = composite_sha256(digests.sha256)
+        # S3 answers "DIGEST-N"; some S3-compatible stores (moto) leave "-N" out.
+        if checksum not in (expected, expected.rsplit("-", 1)[0]):
+            self._delete_keys([self._key(key)])
+            raise UploadIncomplete(
+                f"arrived with other parts than the declared ones (S3's checksum {checksum}, "
+                f"the declared parts' {expected})"
+            )
+        return sha256
+
+    @staticmethod
+    def _stored_sha256(head: Mapping[str, Any]) -> str | None:
         """The whole object's SHA-256 as S3 verified it at upload, if it kept one."""
-        head = self.s3.head_object(
-            Bucket=self.location.bucket, Key=self._key(key), ChecksumMode="ENABLED"
-        )
         checksum = head.get("ChecksumSHA256")
         if (
             not checksum
