@@ -11,7 +11,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+from tracesets.jsontext import JsonNumber
 
 RANK_COUNT_RULES = (
     "An upload that contains primary trace files must declare its rank count through "
@@ -22,6 +24,15 @@ RANK_COUNT_RULES = (
     "2,147,483,647. JSON null counts as absent, for shape, parallelism and each value inside "
     "them. The key is rankCount: a shape.rank_count is not read as a declaration."
 )
+
+
+def _figure(value: object) -> object:
+    """The client reads answers exactly (``jsontext``): a measured figure is a float here."""
+    return float(value.text) if isinstance(value, JsonNumber) else value
+
+
+#: A measurement (µs, a percentage), sent as a JSON number with a fraction.
+Figure = Annotated[float, BeforeValidator(_figure)]
 
 
 class _Open(BaseModel):
@@ -229,27 +240,27 @@ class InspectedFile(BaseModel):
 
 class RankSteps(BaseModel):
     count: int = Field(description="How many ProfilerStep#N the trace holds.")
-    minUs: float | None
-    medianUs: float | None
-    maxUs: float | None
+    minUs: Figure | None
+    medianUs: Figure | None
+    maxUs: Figure | None
 
 
 class RankGpuTime(BaseModel):
     """GPU time with Holistic Trace Analysis's definitions (docs/contract-notes.md)."""
 
-    kernelUs: float = Field(description="From the first GPU event's start to the last one's end.")
-    idleUs: float
-    computeUs: float
-    nonComputeUs: float = Field(description="Communication, memory and other GPU time.")
-    idlePct: float | None = Field(description="Of kernelUs, two decimals.")
-    computePct: float | None
-    nonComputePct: float | None
-    communicationUs: float = Field(description="Communication while no computation runs.")
-    memoryUs: float = Field(
+    kernelUs: Figure = Field(description="From the first GPU event's start to the last one's end.")
+    idleUs: Figure
+    computeUs: Figure
+    nonComputeUs: Figure = Field(description="Communication, memory and other GPU time.")
+    idlePct: Figure | None = Field(description="Of kernelUs, two decimals.")
+    computePct: Figure | None
+    nonComputePct: Figure | None
+    communicationUs: Figure = Field(description="Communication while no computation runs.")
+    memoryUs: Figure = Field(
         description="Copies and sets while no computation or communication runs."
     )
-    otherUs: float
-    overlapPct: float | None = Field(
+    otherUs: Figure
+    overlapPct: Figure | None = Field(
         description="Share of communication time overlapped by computation; null without any."
     )
     kernels: int
