@@ -8,8 +8,15 @@ from pathlib import Path
 
 import httpx
 import pytest
+from hypothesis import HealthCheck, settings
 
-from tests.server import ServerProcess
+from tests.server import ServerProcess, nowhere
+
+# Property tests judge answers, never speed: hypothesis's default 200 ms deadline per
+# example and its too-slow health check fail by the machine's load, not the code's
+# behaviour. Tests that set their own settings start from these.
+settings.register_profile("tracesets", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("tracesets")
 
 #: Real PyTorch profiler traces, copied from shared/data/traces with their licence.
 TRACES = Path(__file__).resolve().parent / "data" / "traces"
@@ -27,6 +34,13 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     process.start()
     yield process
     process.stop()
+
+
+@pytest.fixture
+def unreachable() -> Iterator[str]:
+    """A loopback URL where nothing listens (connections are refused) for the whole test."""
+    with nowhere() as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

@@ -19,14 +19,14 @@ def test_stop_and_restart_keeps_tracesets_and_files(tmp_path: Path) -> None:
     data = os.urandom(123_457)
     try:
         with httpx.Client(
-            base_url=service.url, headers={"Authorization": f"Bearer {service.token}"}
+            base_url=service.url, headers={"Authorization": f"Bearer {service.token}"}, timeout=60
         ) as api:
             made = upload(api, {"rank0.json": data}, {"parallelism": {"dp": 2, "tp": 2}})
             before = inspected(api, made["id"])
         service.stop()
         service.start()
         with httpx.Client(
-            base_url=service.url, headers={"Authorization": f"Bearer {service.token}"}
+            base_url=service.url, headers={"Authorization": f"Bearer {service.token}"}, timeout=60
         ) as api:
             after = api.get(f"/api/v1/tracesets/{before['id']}").json()
             assert after == before
@@ -43,7 +43,7 @@ def test_upload_urls_signed_before_a_restart_still_work(tmp_path: Path) -> None:
     service.start()
     try:
         with httpx.Client(
-            base_url=service.url, headers={"Authorization": f"Bearer {service.token}"}
+            base_url=service.url, headers={"Authorization": f"Bearer {service.token}"}, timeout=60
         ) as api:
             created = api.post(
                 "/api/v1/tracesets/upload-url",

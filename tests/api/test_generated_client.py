@@ -67,7 +67,7 @@ def test_generated_client_uploads_reads_and_promotes(
     [target] = created.uploads
     assert (
         httpx.put(
-            target.url, content=b"abc", headers=target.headers.additional_properties
+            target.url, content=b"abc", headers=target.headers.additional_properties, timeout=60
         ).status_code
         == 200
     )

@@ -46,7 +46,9 @@ def test_different_keys_make_different_tracesets(api: httpx.Client) -> None:
 def test_keys_belong_to_their_workspace(server: ServerProcess, api: httpx.Client) -> None:
     other = server.new_token("idem-other")
     mine = post(api, "shared-key").json()["tracesetId"]
-    with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {other}"}) as them:
+    with httpx.Client(
+        base_url=server.url, headers={"Authorization": f"Bearer {other}"}, timeout=60
+    ) as them:
         theirs = post(them, "shared-key")
     assert theirs.status_code == 201 and theirs.json()["tracesetId"] != mine
 

@@ -57,7 +57,7 @@ def test_request_on_one_upload_and_complete_on_another_read_on_a_third(tmp_path:
             k: v for k, v in done.json().items() if k != "inspection"
         }
         download = c.get(f"/api/v1/tracesets/{created['tracesetId']}/files/rank0.json")
-        assert httpx.get(on(services[0], download.headers["location"])).content == data
+        assert httpx.get(on(services[0], download.headers["location"]), timeout=60).content == data
         assert created["tracesetId"] in [
             t["id"] for t in a.get("/api/v1/tracesets").json()["items"]
         ]

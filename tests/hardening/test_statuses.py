@@ -31,6 +31,8 @@ DOCUMENTED = sorted(
 
 HUGE = b'{"name": "' + b"x" * (4 * 1024 * 1024) + b'"}'  # over the 4 MiB limit
 ZEROS = "0" * 64
+#: The rate of the service that answers 429: requests a second per token.
+SLOW = "0.001"
 
 
 @dataclass
@@ -207,10 +209,10 @@ TABLE: dict[tuple[str, int], Callable[[Reach], httpx.Response]] = {
     ("upload_file", 400): lambda r: put_bytes(r.signed("PUT")[0], b"other bytes"),
     ("upload_file", 403): lambda r: put_bytes(altered(r.signed("PUT")[0]), b"x"),
     ("upload_file", 404): lambda r: put_bytes(r.orphaned("PUT"), b"x"),
-    ("download_signed_file", 200): lambda r: httpx.get(r.signed("GET")[0]),
-    ("download_signed_file", 400): lambda r: httpx.get(bad_index(r.signed("GET")[0])),
-    ("download_signed_file", 403): lambda r: httpx.get(altered(r.signed("GET")[0])),
-    ("download_signed_file", 404): lambda r: httpx.get(r.orphaned("GET")),
+    ("download_signed_file", 200): lambda r: httpx.get(r.signed("GET")[0], timeout=60),
+    ("download_signed_file", 400): lambda r: httpx.get(bad_index(r.signed("GET")[0]), timeout=60),
+    ("download_signed_file", 403): lambda r: httpx.get(altered(r.signed("GET")[0]), timeout=60),
+    ("download_signed_file", 404): lambda r: httpx.get(r.orphaned("GET"), timeout=60),
     ("healthz", 200): lambda r: _send(r, ROUTES["healthz"](r)),
 }
 
@@ -252,15 +254,17 @@ def reach(
         return tokens[scope]
 
     def limited() -> ServerProcess:
-        if not any(p.env.get("TRACESETS_RATE_LIMIT") == "1" for p in started):
+        # One request, then one in 1,000 s: the bucket refills nothing while the table
+        # runs, however slowly the requests are served, so every later one is refused.
+        if not any(p.env.get("TRACESETS_RATE_LIMIT") == SLOW for p in started):
             start(
                 tmp_path_factory.mktemp("limited"),
-                TRACESETS_RATE_LIMIT="1",
+                TRACESETS_RATE_LIMIT=SLOW,
                 TRACESETS_RATE_BURST="1",
             )
-        return next(p for p in started if p.env.get("TRACESETS_RATE_LIMIT") == "1")
+        return next(p for p in started if p.env.get("TRACESETS_RATE_LIMIT") == SLOW)
 
-    assert httpx.get(f"{hardening_server.url}/openapi.json").json() == DOCUMENT
+    assert httpx.get(f"{hardening_server.url}/openapi.json", timeout=60).json() == DOCUMENT
     yield Reach(hardening_server, local, scoped, limited)
     for process in started:
         process.stop()
@@ -288,7 +292,9 @@ def test_signed_url_routes_answer_as_their_storage_does(hardening_server: Server
     the signature first (403)."""
     for method in ("GET", "PUT"):
         answer = httpx.request(
-            method, f"{hardening_server.url}/api/v1/blobs/{ZEROS[:32]}/0?expires=1&signature=0"
+            method,
+            f"{hardening_server.url}/api/v1/blobs/{ZEROS[:32]}/0?expires=1&signature=0",
+            timeout=60,
         )
         if uses_s3():
             assert answer.status_code == 404, answer.text
