@@ -14,8 +14,13 @@ from tests.server import ServerProcess, nowhere
 
 # Property tests judge answers, never speed: hypothesis's default 200 ms deadline per
 # example and its too-slow health check fail by the machine's load, not the code's
-# behaviour. Tests that set their own settings start from these.
-settings.register_profile("tracesets", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# behaviour. And every run tries the same examples (derandomized), so a run passes or
+# fails by the code alone; `pytest --hypothesis-profile=explore` draws new ones.
+# Tests that set their own settings start from the profile loaded.
+for _name, _fixed in (("tracesets", True), ("explore", False)):
+    settings.register_profile(
+        _name, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=_fixed
+    )
 settings.load_profile("tracesets")
 
 #: Real PyTorch profiler traces, copied from shared/data/traces with their licence.
