@@ -10,7 +10,7 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, settings
 
-from tests.server import ServerProcess, nowhere
+from tests.server import FRESH_CONNECTIONS, ServerProcess, nowhere
 
 # Property tests judge answers, never speed: hypothesis's default 200 ms deadline per
 # example and its too-slow health check fail by the machine's load, not the code's
@@ -61,7 +61,10 @@ def local_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerPro
 def local_api(local_server: ServerProcess) -> Iterator[httpx.Client]:
     token = local_server.new_token("ws-" + secrets.token_hex(6))
     with httpx.Client(
-        base_url=local_server.url, headers={"Authorization": f"Bearer {token}"}, timeout=60
+        base_url=local_server.url,
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=60,
+        limits=FRESH_CONNECTIONS,
     ) as client:
         yield client
 
@@ -75,6 +78,9 @@ def workspace_token(server: ServerProcess) -> str:
 def api(server: ServerProcess, workspace_token: str) -> Iterator[httpx.Client]:
     """An HTTP client of a fresh, empty workspace."""
     with httpx.Client(
-        base_url=server.url, headers={"Authorization": f"Bearer {workspace_token}"}, timeout=60
+        base_url=server.url,
+        headers={"Authorization": f"Bearer {workspace_token}"},
+        timeout=60,
+        limits=FRESH_CONNECTIONS,
     ) as client:
         yield client

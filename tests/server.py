@@ -24,6 +24,13 @@ import httpx
 BIN = Path(sys.executable).with_name("tracesets")
 
 
+#: The tests' HTTP clients open a connection for each request. A kept-alive connection
+#: races the service's idle timeout (uvicorn closes a connection idle for 5 s; httpx
+#: keeps one for 5 s): a request sent just as the service closes it gets no answer, and
+#: a test cannot know whether it was carried out. A fresh connection has no such race.
+FRESH_CONNECTIONS = httpx.Limits(max_keepalive_connections=0)
+
+
 def reserve_port() -> socket.socket:
     """A loopback port held, bound but not listening, for as long as the socket is open.
 

@@ -6,7 +6,7 @@ import httpx
 import pytest
 
 from tests.flows import problems, upload
-from tests.server import ServerProcess
+from tests.server import FRESH_CONNECTIONS, ServerProcess
 
 
 def test_healthz_needs_no_token(server: ServerProcess) -> None:
@@ -36,7 +36,10 @@ def test_other_workspaces_tracesets_are_invisible(server: ServerProcess, api: ht
     traceset = upload(api, {"a": b"secret"})
     other = server.new_token("someone-else")
     with httpx.Client(
-        base_url=server.url, headers={"Authorization": f"Bearer {other}"}, timeout=60
+        base_url=server.url,
+        headers={"Authorization": f"Bearer {other}"},
+        timeout=60,
+        limits=FRESH_CONNECTIONS,
     ) as them:
         path = f"/api/v1/tracesets/{traceset['id']}"
         assert them.get(path).status_code == 404

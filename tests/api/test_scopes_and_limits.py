@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from tests.flows import RANKS_8, problems, request_urls, spec, upload
-from tests.server import ServerProcess
+from tests.server import FRESH_CONNECTIONS, ServerProcess
 
 OPENAPI = json.loads((Path(__file__).resolve().parents[2] / "openapi.json").read_text())
 SAMPLE = {"traceset_id": "0" * 32, "name": "a", "idx": "0"}
@@ -83,7 +83,10 @@ def scoped_client(server: ServerProcess, *scopes: str) -> httpx.Client:
     assert done.returncode == 0, done.stderr
     token = done.stdout.strip()
     return httpx.Client(
-        base_url=server.url, headers={"Authorization": f"Bearer {token}"}, timeout=60
+        base_url=server.url,
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=60,
+        limits=FRESH_CONNECTIONS,
     )
 
 
@@ -159,6 +162,7 @@ def limited_client(service: ServerProcess) -> httpx.Client:
         base_url=service.url,
         headers={"Authorization": f"Bearer {service.new_token('l')}"},
         timeout=60,
+        limits=FRESH_CONNECTIONS,
     )
 
 

@@ -16,7 +16,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 import httpx
 
 from tests.flows import problems, put, request_urls, upload
-from tests.server import ServerProcess
+from tests.server import FRESH_CONNECTIONS, ServerProcess
 from tracesets.storage.local import BLOB_ROUTE
 from tracesets.storage.signing import URLSigner
 
@@ -84,7 +84,10 @@ def test_expired_signed_url_is_forbidden(tmp_path: Path) -> None:
     short.start()
     try:
         with httpx.Client(
-            base_url=short.url, headers={"Authorization": f"Bearer {short.token}"}, timeout=60
+            base_url=short.url,
+            headers={"Authorization": f"Bearer {short.token}"},
+            timeout=60,
+            limits=FRESH_CONNECTIONS,
         ) as api:
             before = int(time.time())
             created = request_urls(api, {"a": b"x"})

@@ -39,7 +39,7 @@ import pytest
 from tests.flows import send, spec, upload
 from tests.hardening import tally
 from tests.hardening.service import UNLIMITED
-from tests.server import ServerProcess, uses_s3
+from tests.server import FRESH_CONNECTIONS, ServerProcess, uses_s3
 
 UPLOADS = 20
 PROMOTIONS = 10
@@ -122,7 +122,10 @@ class Storm:
 
 def client(server: ServerProcess, token: str) -> httpx.Client:
     return httpx.Client(
-        base_url=server.url, headers={"Authorization": f"Bearer {token}"}, timeout=60
+        base_url=server.url,
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=60,
+        limits=FRESH_CONNECTIONS,
     )
 
 

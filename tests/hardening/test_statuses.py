@@ -20,7 +20,7 @@ import pytest
 
 from tests.flows import RANKS_8, request_urls, send, spec, upload
 from tests.hardening.service import DOCUMENT, TOKEN, hardening_process
-from tests.server import ServerProcess, uses_s3
+from tests.server import FRESH_CONNECTIONS, ServerProcess, uses_s3
 
 DOCUMENTED = sorted(
     (operation["operationId"], int(status))
@@ -47,7 +47,12 @@ class Reach:
 
     def api(self, token: str | None = TOKEN, server: ServerProcess | None = None) -> httpx.Client:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        return httpx.Client(base_url=(server or self.server).url, headers=headers, timeout=60)
+        return httpx.Client(
+            base_url=(server or self.server).url,
+            headers=headers,
+            timeout=60,
+            limits=FRESH_CONNECTIONS,
+        )
 
     def ready(self) -> str:
         with self.api() as api:
