@@ -77,8 +77,13 @@ def problems(answer: httpx.Response) -> list[dict[str, Any]]:
     return errors
 
 
-def inspected(api: httpx.Client, traceset_id: str, timeout: float = 60) -> dict[str, Any]:
-    """The traceset once its inspection has finished (it runs in the background)."""
+def inspected(api: httpx.Client, traceset_id: str, timeout: float = 600) -> dict[str, Any]:
+    """The traceset once its inspection has finished (it runs in the background).
+
+    Inspections run one at a time in each service process, behind whatever earlier
+    tests queued; on a loaded machine that can take minutes. The timeout only stops a
+    stuck queue from hanging the run.
+    """
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         traceset: dict[str, Any] = api.get(f"/api/v1/tracesets/{traceset_id}").json()

@@ -15,6 +15,9 @@ import socket
 import subprocess
 import sys
 import time
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -22,11 +25,36 @@ import httpx
 BIN = Path(sys.executable).with_name("tracesets")
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+#: The tests' HTTP clients open a connection for each request. A kept-alive connection
+#: races the service's idle timeout (uvicorn closes a connection idle for 5 s; httpx
+#: keeps one for 5 s): a request sent just as the service closes it gets no answer, and
+#: a test cannot know whether it was carried out. A fresh connection has no such race.
+FRESH_CONNECTIONS = httpx.Limits(max_keepalive_connections=0)
+
+
+def reserve_port() -> socket.socket:
+    """A loopback port held, bound but not listening, for as long as the socket is open.
+
+    A port found free and then let go can be taken by anyone before the service binds
+    it: another service or test on the machine, or any client's outgoing connection.
+    While this socket holds it, the kernel hands the port to nobody else (binding port 0
+    and outgoing connections skip it; binding it by number fails), yet connections to it
+    are refused, as to any port where nothing listens. The service binds the very port
+    itself: with SO_REUSEADDR on both sockets (uvicorn sets it on its own), the kernel
+    lets one listener join a bound socket that does not listen. So the port stays ours
+    across a stop and a restart, and whatever listens there is our service.
+    """
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    return sock
+
+
+@contextmanager
+def nowhere() -> Iterator[str]:
+    """A loopback URL where nothing listens, and nothing can start to while it is used."""
+    with reserve_port() as sock:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
 
 
 def uses_s3() -> bool:
@@ -61,7 +89,9 @@ class ServerProcess:
         self.data_dir = data_dir
         self.files_limit = files_limit
         self.workers = workers
-        self.port = free_port()
+        reserved = reserve_port()
+        weakref.finalize(self, reserved.close)  # held for this object's whole life
+        self.port: int = reserved.getsockname()[1]
         self.token = "tsk_test_" + secrets.token_hex(16)
         self.env = {
             **os.environ,
@@ -101,12 +131,15 @@ class ServerProcess:
                 # Only setrlimit runs between fork and exec: no lock a thread could hold.
                 preexec_fn=self._limit_files if self.files_limit is not None else None,  # noqa: PLW1509
             )
-        deadline = time.monotonic() + 60
+        # Refused until the service listens; once it does, it is ours (the port is
+        # reserved), so its answer is worth waiting for however loaded the machine is.
+        # The deadline only stops a hung service from hanging the run.
+        deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"the service exited early:\n{self.log.read_text()}")
             try:
-                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
+                if httpx.get(f"{self.url}/healthz", timeout=60).status_code == 200:
                     return
             except httpx.HTTPError:
                 time.sleep(0.1)

@@ -16,7 +16,7 @@
 | ``TRACESETS_MAX_BODY_BYTES`` | ``4194304`` (4 MiB) | largest JSON request body (413 beyond) |
 | ``TRACESETS_MAX_FILES`` | ``10000`` | most files in one traceset (at most 10,000) |
 | ``TRACESETS_MAX_METADATA_BYTES`` | ``65536`` | largest serialized workloadMetadata (at most 65,536) |
-| ``TRACESETS_RATE_LIMIT`` | ``100`` | requests a second per token, on average (429 beyond) |
+| ``TRACESETS_RATE_LIMIT`` | ``100`` | requests a second per token, on average (429 beyond; ``0.5``: one in 2 s) |
 | ``TRACESETS_RATE_BURST`` | ``200`` | requests a token may send at once before the rate applies |
 | ``TRACESETS_HEADER_TIMEOUT`` | ``20`` | seconds a client has to send a request's headers; then the connection is closed |
 | ``TRACESETS_BODY_IDLE_TIMEOUT`` | ``60`` | seconds a request body may stop moving (408 beyond); also the age of a dead upload's temporary file before it is swept |
@@ -27,6 +27,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import secrets
 from collections.abc import Mapping
@@ -55,6 +56,19 @@ def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:
     return int(raw)
 
 
+def _positive_number(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise SettingsError(f"{name} must be a number above 0; got {raw!r}")
+    return value
+
+
 def _bounded(env: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
     value = _positive_int(env, name, default)
     if not low <= value <= high:
@@ -78,7 +92,7 @@ class Settings:
     max_body_bytes: int = 4 * MIB
     max_files: int = 10_000
     max_metadata_bytes: int = 65_536
-    rate_limit: int = 100
+    rate_limit: float = 100
     rate_burst: int = 200
     header_timeout: int = 20
     body_idle_timeout: int = 60
@@ -125,7 +139,7 @@ class Settings:
             max_body_bytes=_bounded(env, "TRACESETS_MAX_BODY_BYTES", 4 * MIB, 1024, 64 * MIB),
             max_files=_bounded(env, "TRACESETS_MAX_FILES", 10_000, 1, 10_000),
             max_metadata_bytes=_bounded(env, "TRACESETS_MAX_METADATA_BYTES", 65_536, 64, 65_536),
-            rate_limit=_positive_int(env, "TRACESETS_RATE_LIMIT", 100),
+            rate_limit=_positive_number(env, "TRACESETS_RATE_LIMIT", 100),
             rate_burst=_positive_int(env, "TRACESETS_RATE_BURST", 200),
             header_timeout=_bounded(env, "TRACESETS_HEADER_TIMEOUT", 20, 1, 3600),
             body_idle_timeout=_bounded(env, "TRACESETS_BODY_IDLE_TIMEOUT", 60, 1, 3600),

@@ -6,11 +6,11 @@ import httpx
 import pytest
 
 from tests.flows import problems, upload
-from tests.server import ServerProcess
+from tests.server import FRESH_CONNECTIONS, ServerProcess
 
 
 def test_healthz_needs_no_token(server: ServerProcess) -> None:
-    assert httpx.get(f"{server.url}/healthz").status_code == 200
+    assert httpx.get(f"{server.url}/healthz", timeout=60).status_code == 200
 
 
 @pytest.mark.parametrize(
@@ -26,7 +26,7 @@ def test_routes_refuse_missing_or_unknown_tokens(server: ServerProcess, header: 
         ("DELETE", "/api/v1/tracesets/abc"),
         ("GET", "/api/v1/tracesets/abc/files/a"),
     ]:
-        answer = httpx.request(method, f"{server.url}{path}", headers=headers)
+        answer = httpx.request(method, f"{server.url}{path}", headers=headers, timeout=60)
         assert answer.status_code == 401, (method, path)
         assert answer.headers["www-authenticate"] == "Bearer"
         assert problems(answer)
@@ -35,7 +35,12 @@ def test_routes_refuse_missing_or_unknown_tokens(server: ServerProcess, header: 
 def test_other_workspaces_tracesets_are_invisible(server: ServerProcess, api: httpx.Client) -> None:
     traceset = upload(api, {"a": b"secret"})
     other = server.new_token("someone-else")
-    with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {other}"}) as them:
+    with httpx.Client(
+        base_url=server.url,
+        headers={"Authorization": f"Bearer {other}"},
+        timeout=60,
+        limits=FRESH_CONNECTIONS,
+    ) as them:
         path = f"/api/v1/tracesets/{traceset['id']}"
         assert them.get(path).status_code == 404
         assert them.post(f"{path}/complete").status_code == 404
@@ -50,7 +55,7 @@ def test_other_workspaces_tracesets_are_invisible(server: ServerProcess, api: ht
 def test_token_create_prints_a_working_token(server: ServerProcess) -> None:
     token = server.new_token("fresh")
     answer = httpx.get(
-        f"{server.url}/api/v1/tracesets", headers={"Authorization": f"Bearer {token}"}
+        f"{server.url}/api/v1/tracesets", headers={"Authorization": f"Bearer {token}"}, timeout=60
     )
     assert answer.status_code == 200 and answer.json()["items"] == []
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 
 from tests.flows import inspected, send, upload
-from tests.server import ServerProcess
+from tests.server import FRESH_CONNECTIONS, ServerProcess
 
 
 def test_stop_and_restart_keeps_tracesets_and_files(tmp_path: Path) -> None:
@@ -19,14 +19,20 @@ def test_stop_and_restart_keeps_tracesets_and_files(tmp_path: Path) -> None:
     data = os.urandom(123_457)
     try:
         with httpx.Client(
-            base_url=service.url, headers={"Authorization": f"Bearer {service.token}"}
+            base_url=service.url,
+            headers={"Authorization": f"Bearer {service.token}"},
+            timeout=60,
+            limits=FRESH_CONNECTIONS,
         ) as api:
             made = upload(api, {"rank0.json": data}, {"parallelism": {"dp": 2, "tp": 2}})
             before = inspected(api, made["id"])
         service.stop()
         service.start()
         with httpx.Client(
-            base_url=service.url, headers={"Authorization": f"Bearer {service.token}"}
+            base_url=service.url,
+            headers={"Authorization": f"Bearer {service.token}"},
+            timeout=60,
+            limits=FRESH_CONNECTIONS,
         ) as api:
             after = api.get(f"/api/v1/tracesets/{before['id']}").json()
             assert after == before
@@ -43,7 +49,10 @@ def test_upload_urls_signed_before_a_restart_still_work(tmp_path: Path) -> None:
     service.start()
     try:
         with httpx.Client(
-            base_url=service.url, headers={"Authorization": f"Bearer {service.token}"}
+            base_url=service.url,
+            headers={"Authorization": f"Bearer {service.token}"},
+            timeout=60,
+            limits=FRESH_CONNECTIONS,
         ) as api:
             created = api.post(
                 "/api/v1/tracesets/upload-url",
@@ -63,7 +72,9 @@ def test_50_concurrent_uploads_lose_nothing(server: ServerProcess, api: httpx.Cl
     payloads = {i: os.urandom(20_000 + i) for i in range(50)}
 
     def one(i: int) -> str:
-        with httpx.Client(base_url=server.url, headers=dict(api.headers), timeout=120) as client:
+        with httpx.Client(
+            base_url=server.url, headers=dict(api.headers), timeout=120, limits=FRESH_CONNECTIONS
+        ) as client:
             return str(
                 upload(
                     client,

@@ -9,11 +9,12 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import httpx
 import pytest
 
-from tests.server import ServerProcess
+from tests.server import FRESH_CONNECTIONS, ServerProcess
 
 OPENAPI = Path(__file__).resolve().parents[2] / "openapi.json"
 BIN = Path(sys.executable).parent
@@ -44,6 +45,16 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
         sys.path.remove(str(out))
 
 
+def generated_client(generated: ModuleType, server: ServerProcess, token: str) -> Any:
+    """The generated client, with the timeout and connections every test client has."""
+    return generated.AuthenticatedClient(
+        base_url=server.url,
+        token=token,
+        timeout=httpx.Timeout(60),
+        httpx_args={"limits": FRESH_CONNECTIONS},
+    )
+
+
 def test_generated_client_uploads_reads_and_promotes(
     generated: ModuleType, server: ServerProcess, workspace_token: str
 ) -> None:
@@ -51,7 +62,7 @@ def test_generated_client_uploads_reads_and_promotes(
     models = importlib.import_module("tracesets_generated.models")
     for name in ("request_upload_urls", "complete_traceset", "get_traceset", "promote_traceset"):
         importlib.import_module(f"tracesets_generated.api.tracesets.{name}")
-    client = generated.AuthenticatedClient(base_url=server.url, token=workspace_token)
+    client = generated_client(generated, server, workspace_token)
 
     body = models.UploadUrlRequest(
         name="from a generated client",
@@ -67,7 +78,7 @@ def test_generated_client_uploads_reads_and_promotes(
     [target] = created.uploads
     assert (
         httpx.put(
-            target.url, content=b"abc", headers=target.headers.additional_properties
+            target.url, content=b"abc", headers=target.headers.additional_properties, timeout=60
         ).status_code
         == 200
     )
@@ -94,7 +105,7 @@ def test_generated_client_reads_refusals_as_problem_details(
 ) -> None:
     api = importlib.import_module("tracesets_generated.api.tracesets.request_upload_urls")
     models = importlib.import_module("tracesets_generated.models")
-    client = generated.AuthenticatedClient(base_url=server.url, token=workspace_token)
+    client = generated_client(generated, server, workspace_token)
     body = models.UploadUrlRequest(
         name="no rank count",
         files=[models.UploadFileSpec(name="a", size=1, role=models.UploadFileSpecRole.PRIMARY)],

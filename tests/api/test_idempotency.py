@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 
 from tests.flows import problems, send, spec
-from tests.server import ServerProcess
+from tests.server import FRESH_CONNECTIONS, ServerProcess
 
 BODY = {
     "name": "retried",
@@ -46,7 +46,12 @@ def test_different_keys_make_different_tracesets(api: httpx.Client) -> None:
 def test_keys_belong_to_their_workspace(server: ServerProcess, api: httpx.Client) -> None:
     other = server.new_token("idem-other")
     mine = post(api, "shared-key").json()["tracesetId"]
-    with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {other}"}) as them:
+    with httpx.Client(
+        base_url=server.url,
+        headers={"Authorization": f"Bearer {other}"},
+        timeout=60,
+        limits=FRESH_CONNECTIONS,
+    ) as them:
         theirs = post(them, "shared-key")
     assert theirs.status_code == 201 and theirs.json()["tracesetId"] != mine
 

@@ -28,7 +28,7 @@ def test_committed_openapi_matches_the_app(tmp_path: Path) -> None:
 
 
 def test_served_openapi_is_3_1_with_the_metadata_schemas(server: ServerProcess) -> None:
-    document = httpx.get(f"{server.url}/openapi.json").json()
+    document = httpx.get(f"{server.url}/openapi.json", timeout=60).json()
     assert document["openapi"].startswith("3.1")
     schemas = document["components"]["schemas"]
     shape, parallelism = schemas["WorkloadShape"], schemas["WorkloadParallelism"]
@@ -46,7 +46,7 @@ def test_served_openapi_is_3_1_with_the_metadata_schemas(server: ServerProcess) 
 
 
 def test_every_operation_has_a_readable_operation_id(server: ServerProcess) -> None:
-    document = httpx.get(f"{server.url}/openapi.json").json()
+    document = httpx.get(f"{server.url}/openapi.json", timeout=60).json()
     operation_ids = {
         op["operationId"] for path in document["paths"].values() for op in path.values()
     }
@@ -63,7 +63,7 @@ def test_every_operation_has_a_readable_operation_id(server: ServerProcess) -> N
 
 
 def test_no_operation_documents_fastapi_422(server: ServerProcess) -> None:
-    document = httpx.get(f"{server.url}/openapi.json").json()
+    document = httpx.get(f"{server.url}/openapi.json", timeout=60).json()
     for path in document["paths"].values():
         for operation in path.values():
             answer = operation["responses"].get("422")  # only the Idempotency-Key's

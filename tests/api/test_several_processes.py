@@ -9,7 +9,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 
 from tests.flows import RANKS_8, request_urls, send
-from tests.server import ServerProcess
+from tests.server import FRESH_CONNECTIONS, ServerProcess
 
 
 def on(server: ServerProcess, url: str) -> str:
@@ -39,7 +39,10 @@ def test_request_on_one_upload_and_complete_on_another_read_on_a_third(tmp_path:
     try:
         a, b, c = (
             httpx.Client(
-                base_url=s.url, headers={"Authorization": f"Bearer {first.token}"}, timeout=60
+                base_url=s.url,
+                headers={"Authorization": f"Bearer {first.token}"},
+                timeout=60,
+                limits=FRESH_CONNECTIONS,
             )
             for s in services
         )
@@ -57,7 +60,7 @@ def test_request_on_one_upload_and_complete_on_another_read_on_a_third(tmp_path:
             k: v for k, v in done.json().items() if k != "inspection"
         }
         download = c.get(f"/api/v1/tracesets/{created['tracesetId']}/files/rank0.json")
-        assert httpx.get(on(services[0], download.headers["location"])).content == data
+        assert httpx.get(on(services[0], download.headers["location"]), timeout=60).content == data
         assert created["tracesetId"] in [
             t["id"] for t in a.get("/api/v1/tracesets").json()["items"]
         ]

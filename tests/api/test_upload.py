@@ -65,10 +65,14 @@ def test_source_document_curl_example(server: ServerProcess, tmp_path: Any) -> N
     assert put_status == "200"
     headers = {"Authorization": f"Bearer {server.token}"}
     done = httpx.post(
-        f"{server.url}/api/v1/tracesets/{answer['tracesetId']}/complete", headers=headers
+        f"{server.url}/api/v1/tracesets/{answer['tracesetId']}/complete",
+        headers=headers,
+        timeout=60,
     )
     assert done.status_code == 200 and done.json()["status"] == "ready"
-    got = httpx.get(f"{server.url}/api/v1/tracesets/{answer['tracesetId']}", headers=headers).json()
+    got = httpx.get(
+        f"{server.url}/api/v1/tracesets/{answer['tracesetId']}", headers=headers, timeout=60
+    ).json()
     assert got["rankCountDerived"] == 256
     assert got["files"] == [
         {
@@ -133,7 +137,7 @@ def test_delete_removes_the_traceset_and_its_files(api: httpx.Client) -> None:
     assert api.delete(f"/api/v1/tracesets/{traceset['id']}").status_code == 204
     assert api.get(f"/api/v1/tracesets/{traceset['id']}").status_code == 404
     assert api.delete(f"/api/v1/tracesets/{traceset['id']}").status_code == 404
-    assert httpx.get(location).status_code in (403, 404), "the bytes are gone"
+    assert httpx.get(location, timeout=60).status_code in (403, 404), "the bytes are gone"
 
 
 def test_nothing_is_stored_when_a_check_fails(api: httpx.Client) -> None:
@@ -222,7 +226,7 @@ def test_download_redirects_to_a_url_with_the_bytes(api: httpx.Client) -> None:
     traceset = upload(api, {"ranks/rank0.json": data})
     answer = api.get(f"/api/v1/tracesets/{traceset['id']}/files/ranks/rank0.json")
     assert answer.status_code == 307
-    fetched = httpx.get(answer.headers["location"])
+    fetched = httpx.get(answer.headers["location"], timeout=60)
     assert fetched.status_code == 200 and fetched.content == data
     assert "rank0.json" in fetched.headers["content-disposition"]
 

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from tests.inspection.kineto_writer import kineto_trace
-from tests.server import BIN, ServerProcess, free_port
+from tests.server import BIN, ServerProcess
 from tracesets import Client
 
 Run = Callable[..., subprocess.CompletedProcess[str]]
@@ -157,9 +157,9 @@ def test_upload_stores_the_metadata_the_options_describe(
     }
 
 
-def test_the_rules_refuse_before_any_request(run_dir: Path) -> None:
+def test_the_rules_refuse_before_any_request(run_dir: Path, unreachable: str) -> None:
     """Nothing listens at the URL: the answer can only come from the local rules."""
-    env = {"TRACESETS_URL": f"http://127.0.0.1:{free_port()}", "TRACESETS_TOKEN": "tsk_unused"}
+    env = {"TRACESETS_URL": unreachable, "TRACESETS_TOKEN": "tsk_unused"}
     done = run_tracesets(
         "upload", run_dir, "--set", "shape.rankCount=2.0", "--set", "parallelism.dp=0", env=env
     )
@@ -193,9 +193,9 @@ def test_the_rules_refuse_before_any_request(run_dir: Path) -> None:
         ["frobnicate"],
     ],
 )
-def test_usage_errors_exit_2(args: list[str], tmp_path: Path) -> None:
+def test_usage_errors_exit_2(args: list[str], tmp_path: Path, unreachable: str) -> None:
     (tmp_path / "a").write_bytes(b"a")
-    done = run_tracesets(*args, env={"TRACESETS_URL": "http://127.0.0.1:9"}, cwd=tmp_path)
+    done = run_tracesets(*args, env={"TRACESETS_URL": unreachable}, cwd=tmp_path)
     assert done.returncode == 2, done.stderr
     assert done.stdout == ""
 
@@ -232,9 +232,9 @@ def test_service_refusals_exit_1(tracesets: Run, server: ServerProcess) -> None:
 
 
 def test_url_and_token_options_override_the_environment(
-    server: ServerProcess, workspace_token: str
+    server: ServerProcess, workspace_token: str, unreachable: str
 ) -> None:
-    wrong = {"TRACESETS_URL": "http://127.0.0.1:9", "TRACESETS_TOKEN": "tsk_wrong"}
+    wrong = {"TRACESETS_URL": unreachable, "TRACESETS_TOKEN": "tsk_wrong"}
     done = run_tracesets(
         "list", "--json", "--url", server.url, "--token", workspace_token, env=wrong
     )
@@ -337,7 +337,10 @@ def test_resume_sends_only_what_has_not_arrived(
         )
     first = created.uploads[0]
     assert first.url is not None
-    assert httpx.put(first.url, content=(run_dir / first.name).read_bytes()).status_code == 200
+    assert (
+        httpx.put(first.url, content=(run_dir / first.name).read_bytes(), timeout=60).status_code
+        == 200
+    )
     done = ok(tracesets("upload", *sorted(run_dir.glob("*.json")), "--resume", created.tracesetId))
     assert "ready, 4 files" in done.stdout
     assert done.stderr.splitlines()[-1].startswith("uploaded 1.2 MB in ")

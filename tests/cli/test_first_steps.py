@@ -13,10 +13,16 @@ import pytest
 from tests.cli.test_cli import Run, ok, run_tracesets
 from tests.flows import inspected, send, upload
 from tests.inspection.kineto_writer import kineto_trace
-from tests.server import BIN, free_port
+from tests.server import BIN
 from tracesets.cli.server import command_hint
 
-NOWHERE = {"TRACESETS_URL": f"http://127.0.0.1:{free_port()}", "TRACESETS_TOKEN": "tsk_unused"}
+
+@pytest.fixture
+def nowhere_env(unreachable: str) -> dict[str, str]:
+    """Settings of a service where nothing listens: every answer comes from local checks."""
+    return {"TRACESETS_URL": unreachable, "TRACESETS_TOKEN": "tsk_unused"}
+
+
 LONG = "mtia_rank_{rank}_of_a_training_job_with_a_long_descriptive_name_20261201T050000.json"
 
 
@@ -42,8 +48,9 @@ def test_inspect_reports_missing_ranks_per_world_size_when_the_traces_disagree(
 ) -> None:
     done = ok(run_tracesets("inspect", disagreeing, env={"COLUMNS": "80"}))
     lines = done.stdout.splitlines()
-    assert "missing ranks: unknown, the traces disagree on the world size; if it is" in lines
-    assert lines[-5:-1] == ["  1: none", "  2: none", "  128: 2-33, 35-127", "  300: 2-33, 35-299"]
+    heading = lines.index("missing ranks: unknown, the traces disagree on the world size; if it is")
+    per_size = ["  1: none", "  2: none", "  128: 2-33, 35-127", "  300: 2-33, 35-299"]
+    assert lines[heading + 1 : heading + 5] == per_size
     assert "duplicated ranks: rank 0 (2 files)" in lines
     for rank in (0, 1, 34):  # in 80 columns, piped: never cut
         assert LONG.format(rank=rank) in done.stdout
@@ -56,16 +63,20 @@ def test_no_duplicated_rank_reads_none(tmp_path: Path) -> None:
     assert "duplicated ranks: none" in done.stdout.splitlines()
 
 
-def test_inferring_from_disagreeing_traces_says_why_and_what_to_pass(disagreeing: Path) -> None:
-    done = run_tracesets("upload", disagreeing, "--infer-rank-count", env=NOWHERE)
+def test_inferring_from_disagreeing_traces_says_why_and_what_to_pass(
+    disagreeing: Path, nowhere_env: dict[str, str]
+) -> None:
+    done = run_tracesets("upload", disagreeing, "--infer-rank-count", env=nowhere_env)
     assert done.returncode == 1
     assert "the traces disagree on the world size (1, 2, 128, 300)" in done.stderr
     assert "--rank-count N" in done.stderr and "--dp" in done.stderr
     assert "no answer" not in done.stderr, "nothing was sent"
 
 
-def test_a_missing_rank_count_names_the_options_that_declare_one(disagreeing: Path) -> None:
-    done = run_tracesets("upload", disagreeing, env=NOWHERE)
+def test_a_missing_rank_count_names_the_options_that_declare_one(
+    disagreeing: Path, nowhere_env: dict[str, str]
+) -> None:
+    done = run_tracesets("upload", disagreeing, env=nowhere_env)
     assert done.returncode == 1
     assert "workloadMetadata.shape.rankCount" in done.stderr
     assert "On the command line: --rank-count N, or the parallelism degrees --dp" in done.stderr
@@ -80,17 +91,25 @@ def test_a_missing_rank_count_names_the_options_that_declare_one(disagreeing: Pa
     ],
 )
 def test_conflicting_options_are_usage_errors(
-    disagreeing: Path, args: list[str], named: str
+    disagreeing: Path, args: list[str], named: str, nowhere_env: dict[str, str]
 ) -> None:
-    done = run_tracesets("upload", disagreeing, *args, env=NOWHERE)
+    done = run_tracesets("upload", disagreeing, *args, env=nowhere_env)
     assert done.returncode == 2, done.stderr
     assert named in done.stderr
 
 
-def test_set_alongside_options_for_other_members_is_fine(tmp_path: Path) -> None:
+def test_set_alongside_options_for_other_members_is_fine(
+    tmp_path: Path, nowhere_env: dict[str, str]
+) -> None:
     (tmp_path / "rank0.json").write_bytes(kineto_trace(0, 8))
     done = run_tracesets(
-        "upload", tmp_path, "--rank-count", "8", "--set", "shape.global_batch_size=512", env=NOWHERE
+        "upload",
+        tmp_path,
+        "--rank-count",
+        "8",
+        "--set",
+        "shape.global_batch_size=512",
+        env=nowhere_env,
     )
     assert done.returncode == 1 and "no answer" in done.stderr  # got as far as the service
 

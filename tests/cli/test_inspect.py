@@ -12,7 +12,6 @@ from tests.analysis.run_writer import rank_trace
 from tests.cli.test_cli import Run, ok, run_tracesets
 from tests.conftest import TRACES
 from tests.inspection.kineto_writer import gzipped, kineto_trace
-from tests.server import free_port
 
 
 @pytest.fixture
@@ -40,9 +39,9 @@ def test_inspect_json_of_the_real_traces() -> None:
 
 
 def test_upload_without_a_rank_count_proposes_the_world_size_before_any_request(
-    eight_of_sixteen: Path,
+    eight_of_sixteen: Path, unreachable: str
 ) -> None:
-    nowhere = {"TRACESETS_URL": f"http://127.0.0.1:{free_port()}", "TRACESETS_TOKEN": "tsk_unused"}
+    nowhere = {"TRACESETS_URL": unreachable, "TRACESETS_TOKEN": "tsk_unused"}
     done = run_tracesets("upload", eight_of_sixteen, env=nowhere)
     assert done.returncode == 1
     assert "world size is 16" in done.stderr and "--infer-rank-count" in done.stderr
@@ -55,9 +54,9 @@ def test_upload_infers_the_rank_count_when_asked(tracesets: Run, eight_of_sixtee
 
 
 def test_upload_warns_before_sending_when_the_traces_disagree(
-    eight_of_sixteen: Path,
+    eight_of_sixteen: Path, unreachable: str
 ) -> None:
-    nowhere = {"TRACESETS_URL": f"http://127.0.0.1:{free_port()}", "TRACESETS_TOKEN": "tsk_unused"}
+    nowhere = {"TRACESETS_URL": unreachable, "TRACESETS_TOKEN": "tsk_unused"}
     done = run_tracesets("upload", eight_of_sixteen, "--rank-count", "32", env=nowhere)
     warning = done.stderr.index("warning:")
     assert "32" in done.stderr[warning:]

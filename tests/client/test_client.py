@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 import tracesets
-from tests.server import ServerProcess, free_port, uses_s3
+from tests.server import ServerProcess, uses_s3
 from tracesets import AsyncClient, Client, ClientError, PromotedTraceset, Traceset
 from tracesets.client import UploadUrlResponse
 
@@ -80,12 +80,14 @@ def test_upload_of_single_files_names_them_by_file_name(client: Client, tmp_path
     assert traceset.rankCountDerived == 4 and len(made) == 2
 
 
-def test_unsafe_and_colliding_file_names_are_refused_before_any_request(tmp_path: Path) -> None:
+def test_unsafe_and_colliding_file_names_are_refused_before_any_request(
+    tmp_path: Path, unreachable: str
+) -> None:
     """A folder made on Linux can hold both: the client refuses it as the service would."""
     (tmp_path / "Rank0.json").write_bytes(b"{}")
     (tmp_path / "rank0.json").write_bytes(b"{}")
     (tmp_path / "line\nbreak.json").write_bytes(b"{}")
-    nowhere = Client(f"http://127.0.0.1:{free_port()}", "tsk_unused")
+    nowhere = Client(unreachable, "tsk_unused")
     with pytest.raises(ClientError) as caught:
         nowhere.upload(tmp_path, name="bad", workload_metadata=RANKS_4)
     error = caught.value
@@ -96,10 +98,10 @@ def test_unsafe_and_colliding_file_names_are_refused_before_any_request(tmp_path
     assert sum("differs only in case" in m for m in messages) == 1
 
 
-def test_rules_refuse_before_any_request(tmp_path: Path) -> None:
+def test_rules_refuse_before_any_request(tmp_path: Path, unreachable: str) -> None:
     """Nothing listens at the URL: the refusal can only come from the local rules."""
     (tmp_path / "r0.json").write_bytes(b"{}")
-    nowhere = Client(f"http://127.0.0.1:{free_port()}", "tsk_unused")
+    nowhere = Client(unreachable, "tsk_unused")
     with pytest.raises(ClientError) as caught:
         nowhere.upload(
             tmp_path,
@@ -118,10 +120,12 @@ def test_rules_refuse_before_any_request(tmp_path: Path) -> None:
     assert str(error) == "\n".join(p.message for p in error.problems)  # every problem, a line
 
 
-def test_missing_rank_count_is_refused_with_the_source_documents_words(tmp_path: Path) -> None:
+def test_missing_rank_count_is_refused_with_the_source_documents_words(
+    tmp_path: Path, unreachable: str
+) -> None:
     (tmp_path / "traces.zip").write_bytes(b"x")
     with pytest.raises(ClientError) as caught:
-        Client("http://127.0.0.1:9", "t").upload(tmp_path, name="n")
+        Client(unreachable, "t").upload(tmp_path, name="n")
     assert caught.value.detail.startswith(
         "Uploads with primary trace files must declare a rank count"
     )
@@ -138,12 +142,10 @@ def test_service_refusals_carry_the_problem_details(client: Client, server: Serv
     assert caught.value.status == 401
 
 
-def test_nothing_listening_is_a_client_error_without_status(tmp_path: Path) -> None:
+def test_nothing_listening_is_a_client_error_without_status(unreachable: str) -> None:
     from tracesets.client import RetryPolicy
 
-    nowhere = Client(
-        f"http://127.0.0.1:{free_port()}", "t", retry=RetryPolicy(retries=1, backoff=0)
-    )
+    nowhere = Client(unreachable, "t", retry=RetryPolicy(retries=1, backoff=0))
     with pytest.raises(ClientError) as caught:
         nowhere.get_traceset("x")
     assert caught.value.status is None and "no answer" in str(caught.value)

@@ -10,7 +10,7 @@ import pytest
 from tests.hardening import tally
 from tests.hardening.pool import Pool, make_pool
 from tests.hardening.service import TOKEN, hardening_process
-from tests.server import ServerProcess
+from tests.server import FRESH_CONNECTIONS, ServerProcess
 
 
 @pytest.fixture(scope="session")
@@ -24,7 +24,10 @@ def hardening_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve
 @pytest.fixture(scope="session")
 def hardening_api(hardening_server: ServerProcess) -> Iterator[httpx.Client]:
     with httpx.Client(
-        base_url=hardening_server.url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60
+        base_url=hardening_server.url,
+        headers={"Authorization": f"Bearer {TOKEN}"},
+        timeout=60,
+        limits=FRESH_CONNECTIONS,
     ) as client:
         yield client
 

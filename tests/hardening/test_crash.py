@@ -44,7 +44,7 @@ import pytest
 from tests.flows import send, spec, upload
 from tests.hardening import tally
 from tests.hardening.service import UNLIMITED
-from tests.server import ServerProcess, uses_s3
+from tests.server import FRESH_CONNECTIONS, ServerProcess, uses_s3
 
 UPLOADS = 20
 PROMOTIONS = 10
@@ -105,8 +105,15 @@ def make_uploads() -> list[Upload]:
 
 @dataclass
 class Storm:
-    """The clients' threads; counts answers, records anything but success or a lost link."""
+    """The clients' threads; counts answers, records anything but success or a lost link.
 
+    The answer that reaches ``kill_after`` kills the service on the spot, in the thread
+    that counted it: the kill comes after exactly that many answers, however the
+    threads are scheduled, not whenever a watcher next looks.
+    """
+
+    kill: Callable[[], None]
+    kill_after: int
     acknowledged: int = 0
     unexpected: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -118,6 +125,8 @@ class Storm:
                 self.unexpected.append(f"{response.request.method} {response.url}: {response.text}")
                 return False
             self.acknowledged += by_service
+            if by_service and self.acknowledged == self.kill_after:
+                self.kill()
             return True
 
     def run(self, work: Callable[[], None]) -> None:
@@ -127,7 +136,10 @@ class Storm:
 
 def client(server: ServerProcess, token: str) -> httpx.Client:
     return httpx.Client(
-        base_url=server.url, headers={"Authorization": f"Bearer {token}"}, timeout=60
+        base_url=server.url,
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=60,
+        limits=FRESH_CONNECTIONS,
     )
 
 
@@ -304,10 +316,14 @@ def test_sigkill_mid_uploads_and_promotions_loses_nothing(tmp_path: Path, kill_a
                 for i in range(PROMOTIONS)
             ]
         uploads = make_uploads()
-        storm, promoted = Storm(), set[str]()
         # upload-url, complete and each promotion; with local files, each PUT too.
         answers = UPLOADS * (2 if uses_s3() else 4) + PROMOTIONS
-        kill_after = max(1, round(kill_at * answers))
+        assert server.proc is not None
+        storm = Storm(
+            kill=partial(server.proc.send_signal, signal.SIGKILL),
+            kill_after=max(1, round(kill_at * answers)),
+        )
+        promoted = set[str]()
         with ThreadPoolExecutor(max_workers=UPLOADS + PROMOTIONS) as clients:
             running = [
                 *(
@@ -321,11 +337,9 @@ def test_sigkill_mid_uploads_and_promotions_loses_nothing(tmp_path: Path, kill_a
                     for t in targets
                 ),
             ]
-            while storm.acknowledged < kill_after and not all(f.done() for f in running):
-                threading.Event().wait(0.005)
-            server.stop(signal.SIGKILL)
-            for done in running:
+            for done in running:  # once the service is killed, every client fails fast
                 done.result()
+        server.stop(signal.SIGKILL)  # reaped (and killed, had the count never been reached)
         assert storm.unexpected == []
         assert any(not up.completed for up in uploads) or len(promoted) < PROMOTIONS, (
             "the service was killed only after all the work was done: no trial"

@@ -75,7 +75,7 @@ schema = schemathesis.openapi.from_dict(
 @pytest.fixture(scope="module")
 def served(hardening_server: ServerProcess) -> str:
     """The running service's base URL, once it is known to serve the description fuzzed."""
-    assert httpx.get(f"{hardening_server.url}/openapi.json").json() == DOCUMENT
+    assert httpx.get(f"{hardening_server.url}/openapi.json", timeout=60).json() == DOCUMENT
     return hardening_server.url
 
 

@@ -23,7 +23,7 @@ import pytest
 from tests.flows import RANKS_8, request_urls, send, spec, upload
 from tests.hardening.service import DOCUMENT, TOKEN, UNLIMITED, hardening_process
 from tests.hardening.stall import PATIENCE, connect, read_answer, stalled
-from tests.server import ServerProcess, uses_s3
+from tests.server import FRESH_CONNECTIONS, ServerProcess, uses_s3
 
 DOCUMENTED = sorted(
     (operation["operationId"], int(status))
@@ -36,6 +36,8 @@ HUGE = b'{"name": "' + b"x" * (4 * 1024 * 1024) + b'"}'  # over the 4 MiB limit
 JSON = {"Content-Type": "application/json"}
 TEXT = {"Content-Type": "text/plain"}
 ZEROS = "0" * 64
+#: The rate of the service that answers 429: requests a second per token.
+SLOW = "0.001"
 
 
 @dataclass
@@ -51,7 +53,12 @@ class Reach:
 
     def api(self, token: str | None = TOKEN, server: ServerProcess | None = None) -> httpx.Client:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        return httpx.Client(base_url=(server or self.server).url, headers=headers, timeout=60)
+        return httpx.Client(
+            base_url=(server or self.server).url,
+            headers=headers,
+            timeout=60,
+            limits=FRESH_CONNECTIONS,
+        )
 
     def ready(self) -> str:
         with self.api() as api:
@@ -355,9 +362,9 @@ TABLE: dict[tuple[str, int], Callable[[Reach], httpx.Response]] = {
     ("upload_file", 409): late_put,
     ("upload_file", 403): lambda r: put_bytes(altered(r.signed("PUT")[0]), b"x"),
     ("upload_file", 404): lambda r: put_bytes(r.orphaned("PUT"), b"x"),
-    ("download_signed_file", 200): lambda r: httpx.get(r.signed("GET")[0]),
-    ("download_signed_file", 403): lambda r: httpx.get(altered(r.signed("GET")[0])),
-    ("download_signed_file", 404): lambda r: httpx.get(r.orphaned("GET")),
+    ("download_signed_file", 200): lambda r: httpx.get(r.signed("GET")[0], timeout=60),
+    ("download_signed_file", 403): lambda r: httpx.get(altered(r.signed("GET")[0]), timeout=60),
+    ("download_signed_file", 404): lambda r: httpx.get(r.orphaned("GET"), timeout=60),
     ("healthz", 200): lambda r: _send(r, ROUTES["healthz"](r)),
 }
 
@@ -400,13 +407,15 @@ def reach(
         return tokens[scope]
 
     def limited() -> ServerProcess:
-        if not any(p.env.get("TRACESETS_RATE_LIMIT") == "1" for p in started):
+        # One request, then one in 1,000 s: the bucket refills nothing while the table
+        # runs, however slowly the requests are served, so every later one is refused.
+        if not any(p.env.get("TRACESETS_RATE_LIMIT") == SLOW for p in started):
             start(
                 tmp_path_factory.mktemp("limited"),
-                TRACESETS_RATE_LIMIT="1",
+                TRACESETS_RATE_LIMIT=SLOW,
                 TRACESETS_RATE_BURST="1",
             )
-        return next(p for p in started if p.env.get("TRACESETS_RATE_LIMIT") == "1")
+        return next(p for p in started if p.env.get("TRACESETS_RATE_LIMIT") == SLOW)
 
     strained_services: dict[str, ServerProcess] = {}
 
@@ -422,7 +431,7 @@ def reach(
             strained_services[name] = process
         return strained_services[name]
 
-    assert httpx.get(f"{hardening_server.url}/openapi.json").json() == DOCUMENT
+    assert httpx.get(f"{hardening_server.url}/openapi.json", timeout=60).json() == DOCUMENT
     yield Reach(hardening_server, local, scoped, limited, strained)
     for process in started:
         process.stop()
@@ -450,7 +459,9 @@ def test_signed_url_routes_answer_as_their_storage_does(hardening_server: Server
     the signature first (403)."""
     for method in ("GET", "PUT"):
         answer = httpx.request(
-            method, f"{hardening_server.url}/api/v1/blobs/{ZEROS[:32]}/0?expires=1&signature=0"
+            method,
+            f"{hardening_server.url}/api/v1/blobs/{ZEROS[:32]}/0?expires=1&signature=0",
+            timeout=60,
         )
         if uses_s3():
             assert answer.status_code == 404, answer.text

@@ -28,6 +28,10 @@ CHROMIUM_FLAGS: Final = [
     "--disable-sync",
 ]
 ARTIFACTS: Final = Path(__file__).resolve().parents[2] / "test-artifacts" / "web"
+#: How long a step waits for the page (an action, a navigation, an ``expect``) before it
+#: fails: a bound for a page that never gets there, not a measure of speed, so generous
+#: enough for a machine under any load (Playwright's own: 30 s, and 5 s for ``expect``).
+WAIT_MS: Final = 60_000
 WIDE: Final = ViewportSize(width=1280, height=900)
 NARROW: Final = ViewportSize(width=390, height=844)
 

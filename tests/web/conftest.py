@@ -4,10 +4,12 @@ import os
 from collections.abc import Iterator
 
 import pytest
-from playwright.sync_api import Browser, sync_playwright
+from playwright.sync_api import Browser, expect, sync_playwright
 
 from tests.server import ServerProcess
-from tests.web.browser import CHROMIUM, CHROMIUM_FLAGS, WIDE, Tab
+from tests.web.browser import CHROMIUM, CHROMIUM_FLAGS, WAIT_MS, WIDE, Tab
+
+expect.set_options(timeout=WAIT_MS)
 
 
 @pytest.fixture(scope="session")
@@ -29,7 +31,7 @@ def browser() -> Iterator[Browser]:
 def tab(browser: Browser, server: ServerProcess, workspace_token: str) -> Iterator[Tab]:
     """A fresh browser context (empty session storage) on a fresh, empty workspace."""
     context = browser.new_context(viewport=WIDE)
-    context.set_default_timeout(15_000)
+    context.set_default_timeout(WAIT_MS)
     opened = Tab(context.new_page(), server, workspace_token)
     opened.watch()
     yield opened

@@ -159,16 +159,19 @@ def test_names_from_metadata_are_shown_as_text_never_run(tab: Tab, api: httpx.Cl
 def test_the_policy_stops_injected_inline_script(tab: Tab) -> None:
     tab.open()
     expect(tab.page.get_by_role("heading", level=1)).to_have_text("Sign in")
-    ran = tab.page.evaluate(
-        """() => {
-            const script = document.createElement('script');
-            script.textContent = 'window.injected = true';
-            document.head.append(script);
-            return window.injected === true;
-        }"""
-    )
+    # The browser reports the refusal as an error (the policy was enforced, not absent),
+    # as an event that may come after the script's answer: wait for it, so that it is
+    # neither missed here nor seen after the errors are cleared.
+    with tab.page.expect_console_message(lambda m: "Content Security Policy" in m.text):
+        ran = tab.page.evaluate(
+            """() => {
+                const script = document.createElement('script');
+                script.textContent = 'window.injected = true';
+                document.head.append(script);
+                return window.injected === true;
+            }"""
+        )
     assert ran is False
-    # The browser reports the refusal as an error: the policy was enforced, not absent.
     assert any("Content Security Policy" in e for e in tab.errors)
     tab.errors.clear()
 

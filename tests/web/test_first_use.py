@@ -11,7 +11,8 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, expect
 
-from tests.server import ServerProcess
+from tests.server import FRESH_CONNECTIONS, ServerProcess
+from tests.web.browser import WAIT_MS
 from tests.web.seed import upload_text
 
 
@@ -33,7 +34,10 @@ def test_a_new_user_signs_in_finds_the_upload_and_promotes_it(
     token = re.search(r"^Token \(shown once, keep it\): (tsk_\S+)$", banner, re.MULTILINE)
     assert address and token, banner
     with httpx.Client(
-        base_url=first_run.url, headers={"Authorization": f"Bearer {token[1]}"}
+        base_url=first_run.url,
+        headers={"Authorization": f"Bearer {token[1]}"},
+        timeout=60,
+        limits=FRESH_CONNECTIONS,
     ) as api:
         upload_text(
             api,
@@ -42,6 +46,7 @@ def test_a_new_user_signs_in_finds_the_upload_and_promotes_it(
         )
 
     context = browser.new_context()
+    context.set_default_timeout(WAIT_MS)
     try:
         page = context.new_page()
         page.goto(address[1])

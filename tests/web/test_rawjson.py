@@ -9,6 +9,7 @@ import pytest
 from playwright.sync_api import Browser, Page
 
 from tests.server import ServerProcess
+from tests.web.browser import WAIT_MS
 
 FAITHFUL = [
     '{"lr": 0.1000000000000000000001, "two": 2.0, "big": 1e400, "neg": -0E-0}',
@@ -24,6 +25,7 @@ REFUSED = ['{"a": 1,}', "[01]", '"\x01"', '{"a" 1}', "1 2", "-", ".5", '"\\q"', 
 @pytest.fixture(scope="module")
 def page(browser: Browser, server: ServerProcess) -> Iterator[Page]:
     context = browser.new_context()
+    context.set_default_timeout(WAIT_MS)
     opened = context.new_page()
     opened.goto(f"{server.url}/static/favicon.svg")  # same origin, no app running
     yield opened

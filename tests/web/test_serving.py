@@ -36,7 +36,7 @@ def test_the_policy_is_the_strict_one() -> None:
 def test_page_files_are_served_with_the_policy(
     server: ServerProcess, path: str, media_type: str
 ) -> None:
-    answer = httpx.get(server.url + path)
+    answer = httpx.get(server.url + path, timeout=60)
     assert answer.status_code == 200
     assert answer.headers["content-type"] == media_type
     assert answer.headers["content-security-policy"] == POLICY
@@ -46,9 +46,9 @@ def test_page_files_are_served_with_the_policy(
 
 
 def test_an_unchanged_file_is_not_sent_again(server: ServerProcess) -> None:
-    first = httpx.get(f"{server.url}/static/app.js")
+    first = httpx.get(f"{server.url}/static/app.js", timeout=60)
     again = httpx.get(
-        f"{server.url}/static/app.js", headers={"If-None-Match": first.headers["etag"]}
+        f"{server.url}/static/app.js", headers={"If-None-Match": first.headers["etag"]}, timeout=60
     )
     assert again.status_code == 304 and again.content == b""
 
@@ -57,7 +57,7 @@ def test_an_unchanged_file_is_not_sent_again(server: ServerProcess) -> None:
     "path", ["/static/nothing.js", "/static/..%2fpages.py", "/static/%2e%2e%2f__init__.py"]
 )
 def test_only_the_shipped_files_exist(server: ServerProcess, path: str) -> None:
-    answer = httpx.get(server.url + path)
+    answer = httpx.get(server.url + path, timeout=60)
     assert answer.status_code == 404
     assert b"import" not in answer.content
 
@@ -67,7 +67,7 @@ def test_every_shipped_file_is_served() -> None:
 
 
 def test_the_page_routes_stay_out_of_the_api_description(server: ServerProcess) -> None:
-    paths = httpx.get(f"{server.url}/openapi.json").json()["paths"]
+    paths = httpx.get(f"{server.url}/openapi.json", timeout=60).json()["paths"]
     assert not [p for p in paths if not p.startswith(("/api/", "/healthz"))]
 
 
