@@ -73,6 +73,18 @@ def backend_env() -> dict[str, str]:
     return env
 
 
+def own_database(url: str) -> str:
+    """A new, empty PostgreSQL database beside the one ``url`` names (the run's), named
+    after it so that the run's end drops it too (scripts/with-scaled-services)."""
+    import psycopg
+
+    base, _, name = url.rpartition("/")
+    fresh = f"{name}_{secrets.token_hex(4)}"
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{fresh}"')
+    return f"{base}/{fresh}"
+
+
 class ServerProcess:
     """``tracesets serve`` in a subprocess; ``stop``/``start`` keep the same data."""
 
@@ -102,6 +114,10 @@ class ServerProcess:
         }
         if local_files:  # the service's own signed URLs: whatever the run's database
             self.env.pop("TRACESETS_STORAGE_URL", None)
+            if self.env.get("DATABASE_URL", "").startswith("postgresql"):
+                # Its files are in its own folder: a database shared with other services
+                # would let their inspection queues claim tracesets they cannot read.
+                self.env["DATABASE_URL"] = own_database(self.env["DATABASE_URL"])
         self.proc: subprocess.Popen[bytes] | None = None
         self.log = data_dir / "server.log"
 
