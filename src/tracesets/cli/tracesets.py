@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from itertools import islice
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -15,8 +15,8 @@ from tracesets.cli.inspect import duplicated, missing_lines, ranks_list
 from tracesets.cli.output import REFUSED, error_lines, json_text, say, size, warn
 from tracesets.cli.progress import display
 from tracesets.cli.upload import summary
-from tracesets.client import Client, ClientError, ProgressCallback, Traceset, TracesetSummary
-from tracesets.client.progress import ProgressCounter
+from tracesets.client import Client, ClientError, Traceset, TracesetSummary
+from tracesets.client.downloads import DownloadSummary, choose
 from tracesets.inspection import Summary
 from tracesets.jobs import missing_ranks, ranges
 
@@ -233,49 +233,30 @@ def download(
             help="Folder to save into; files keep their relative paths.",
         ),
     ] = Path("."),
+    concurrency: Annotated[int, typer.Option(min=1, max=64, help="Files at once.")] = 8,
     url: options.Url = None,
     token: options.Token = None,
 ) -> None:
-    """Download a traceset's files (each checked against its sha256)."""
-    with options.client(url, token) as client:
+    """Download a traceset's files, each checked against its sha256; files already there
+    whole are skipped, so running it again resumes. Prints a summary."""
+    with options.client(url, token, concurrency=concurrency) as client:
         traceset = client.get_traceset(traceset_id)
-        chosen = [f for f in traceset.files if not names or f.name in names]
-        missing = sorted(set(names or ()) - {f.name for f in chosen})
-        if missing:
-            raise ClientError(f"The traceset {traceset_id} has no file {missing[0]!r}")
+        chosen = choose(traceset.files, names)
         total = sum(f.size for f in chosen)
         with display("downloading", "downloaded", len(chosen), total, hashing=False) as shown:
-            counter = ProgressCounter(total, shown.moved)
-            counter.start()
-            for file in chosen:
-                client.download(
-                    traceset_id,
-                    file.name,
-                    _inside(dest, file.name),
-                    sha256=file.sha256,
-                    progress=_adding(counter),
-                )
-    for file in chosen:
-        say(str(_inside(dest, file.name)))
+            done = client.download_traceset(
+                traceset, dest, names=names or None, progress=shown.moved
+            )
+    say(download_summary(done))
 
 
-def _inside(dest: Path, name: str) -> Path:
-    relative = PurePosixPath(name)
-    if relative.is_absolute() or ".." in relative.parts:
-        raise ClientError(f"Refusing to save {name!r} outside {dest}")
-    return dest.joinpath(*relative.parts)
-
-
-def _adding(counter: ProgressCounter) -> ProgressCallback:
-    """One file's progress, added to the whole download's."""
-    last = 0
-
-    def moved(done: int, total: int) -> None:
-        nonlocal last
-        counter.add(done - last)
-        last = done
-
-    return moved
+def download_summary(done: DownloadSummary) -> str:
+    files = done.downloaded + done.skipped
+    rate = f", {size(int(done.bytes / done.seconds))}/s" if done.seconds > 0 else ""
+    return (
+        f"{files} file{'' if files == 1 else 's'} in {done.dest}: {done.downloaded} downloaded "
+        f"({size(done.bytes)} in {done.seconds:.1f} s{rate}), {done.skipped} already there"
+    )
 
 
 def delete(

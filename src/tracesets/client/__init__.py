@@ -1,6 +1,7 @@
 """The Python client of the Tracesets service: ``Client``, its asyncio twin, one exception."""
 
 from tracesets.client.asynchronous import AsyncClient
+from tracesets.client.downloads import DownloadSummary
 from tracesets.client.errors import ClientError
 from tracesets.client.models import (
     PartTarget,
@@ -20,6 +21,7 @@ __all__ = [
     "AsyncClient",
     "Client",
     "ClientError",
+    "DownloadSummary",
     "PartTarget",
     "ProgressCallback",
     "PromotedTraceset",

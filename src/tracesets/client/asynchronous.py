@@ -17,6 +17,7 @@ from typing import Any, Self, TypeVar
 import httpx
 
 from tracesets.client import connection, protocol
+from tracesets.client.downloads import DownloadSummary, adding, choose, clear, inside, tally
 from tracesets.client.errors import ClientError
 from tracesets.client.files import (
     Download,
@@ -430,6 +431,51 @@ class AsyncClient:
             finally:
                 await response.aclose()
         raise AssertionError("unreachable")
+
+    async def download_traceset(
+        self,
+        traceset: str | Traceset,
+        dest: PathLike = ".",
+        *,
+        names: Iterable[str] | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> DownloadSummary:
+        """As ``Client``'s: ``concurrency`` files at a time, each checked, whole ones skipped;
+        after a failure no new file starts, and the first error is raised."""
+        started = time.monotonic()
+        if isinstance(traceset, str):
+            traceset = await self.get_traceset(traceset)
+        traceset_id = traceset.id
+        files = choose(traceset.files, names)
+        counter = ProgressCounter(sum(f.size for f in files), progress)
+        counter.start()
+        limit = asyncio.Semaphore(self.concurrency)
+        failed = False
+
+        async def one(file: TracesetFile) -> int | None:
+            nonlocal failed
+            async with limit:
+                if failed:
+                    return None
+                try:
+                    path = inside(dest, file.name)
+                    if await asyncio.to_thread(clear, path, file):
+                        counter.add(file.size)
+                        return None
+                    await self.download(
+                        traceset_id, file.name, path, sha256=file.sha256, progress=adding(counter)
+                    )
+                    return file.size
+                except BaseException:
+                    failed = True
+                    raise
+
+        outcomes = await asyncio.gather(*(one(f) for f in files), return_exceptions=True)
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
+        done = [o for o in outcomes if not isinstance(o, BaseException)]
+        return tally(done, time.monotonic() - started, dest)
 
     async def delete_traceset(self, traceset_id: str) -> None:
         await self._call("DELETE", protocol.traceset_path(traceset_id), "delete", expect=204)

@@ -15,6 +15,7 @@ from typing import Any, Self
 import httpx
 
 from tracesets.client import connection, protocol
+from tracesets.client.downloads import DownloadSummary, adding, choose, clear, inside, tally
 from tracesets.client.errors import ClientError
 from tracesets.client.files import (
     Download,
@@ -519,6 +520,59 @@ class Client:
             finally:
                 response.close()
         raise AssertionError("unreachable")
+
+    def download_traceset(
+        self,
+        traceset: str | Traceset,
+        dest: PathLike = ".",
+        *,
+        names: Iterable[str] | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> DownloadSummary:
+        """Every file of a traceset (or those ``names``) into ``dest`` by relative path,
+        ``traceset`` its id or the whole ``Traceset`` (from ``get_traceset``), fetched
+        ``concurrency`` at a time, each checked against its sha256.
+
+        Files already there whole are skipped, so running it again resumes; anything else
+        there is replaced. After a failure no new file starts, those in flight finish, and
+        the first error is raised.
+        """
+        started = time.monotonic()
+        if isinstance(traceset, str):
+            traceset = self.get_traceset(traceset)
+        traceset_id = traceset.id
+        files = choose(traceset.files, names)
+        places = [inside(dest, f.name) for f in files]
+        counter = ProgressCounter(sum(f.size for f in files), progress)
+        counter.start()
+        stop = threading.Event()
+
+        def one(file: TracesetFile, path: Path) -> int | None:
+            if stop.is_set():
+                return None
+            try:
+                if clear(path, file):
+                    counter.add(file.size)
+                    return None
+                self.download(
+                    traceset_id, file.name, path, sha256=file.sha256, progress=adding(counter)
+                )
+                return file.size
+            except BaseException:
+                stop.set()
+                raise
+
+        with ThreadPoolExecutor(self.concurrency) as pool:
+            futures = [pool.submit(one, f, p) for f, p in zip(files, places, strict=True)]
+            try:
+                wait(futures)
+            except BaseException:
+                stop.set()
+                raise
+        for future in futures:
+            if (error := future.exception()) is not None:
+                raise error
+        return tally((f.result() for f in futures), time.monotonic() - started, dest)
 
     def delete_traceset(self, traceset_id: str) -> None:
         self._call("DELETE", protocol.traceset_path(traceset_id), "delete", expect=204)
