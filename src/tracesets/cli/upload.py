@@ -192,6 +192,7 @@ def upload(
             token=token,
         )
         return
+    options.check_token(token)
     base = metadata.read_file(metadata_file) if metadata_file is not None else None
     workload_metadata = metadata.build(
         base,
