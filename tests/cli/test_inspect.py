@@ -53,15 +53,57 @@ def test_upload_infers_the_rank_count_when_asked(tracesets: Run, eight_of_sixtee
     assert json.loads(done.stdout)["rankCountDerived"] == 16
 
 
-def test_upload_warns_before_sending_when_the_traces_disagree(
+def test_traces_that_contradict_the_rank_count_stop_the_upload_before_any_request(
     eight_of_sixteen: Path, unreachable: str
 ) -> None:
     nowhere = {"TRACESETS_URL": unreachable, "TRACESETS_TOKEN": "tsk_unused"}
     done = run_tracesets("upload", eight_of_sixteen, "--rank-count", "32", env=nowhere)
-    warning = done.stderr.index("warning:")
-    assert "32" in done.stderr[warning:]
-    assert done.returncode == 1, "then the request fails: nothing listens there"
-    assert warning < done.stderr.index("error:"), "the warning comes before any request"
+    assert done.returncode == 1
+    lines = done.stderr.splitlines()
+    assert lines[0] == (
+        "error: the traces contradict the declared rank count (32 ranks); nothing was sent:"
+    )
+    assert "  8 traces say the world size is 16, but the workload metadata declares 32 ranks." in (
+        lines
+    )
+    assert "  24 of 32 declared ranks have no trace: 8-31." in lines
+    assert lines[-1] == (
+        "Declare 16 ranks, as the traces hold (--rank-count, or the parallelism degrees): it "
+        "cannot change after upload. Or pass --ignore-trace-ranks to upload anyway."
+    )
+
+
+def test_a_contradiction_creates_nothing_and_the_flag_uploads_repeating_the_warnings(
+    tracesets: Run, eight_of_sixteen: Path
+) -> None:
+    (eight_of_sixteen / "rank15.json.gz").write_bytes(gzipped(kineto_trace(15, 16)))
+    stopped = tracesets("upload", eight_of_sixteen, "--dp", "4", "--tp", "2")
+    assert stopped.returncode == 1 and stopped.stdout == ""
+    assert "  1 of the ranks found is not below the 8 declared ranks: 15." in stopped.stderr
+    assert "Or pass --ignore-trace-ranks to upload anyway." in stopped.stderr
+    assert json.loads(ok(tracesets("list", "--json")).stdout) == []
+
+    done = ok(
+        tracesets("upload", eight_of_sixteen, "--dp", "4", "--tp", "2", "--ignore-trace-ranks")
+    )
+    assert "ready, 9 files" in done.stdout and "8 ranks" in done.stdout
+    before, _, after = done.stderr.partition("uploaded ")
+    said = [line for line in before.splitlines() if line.startswith("warning: ")]
+    assert len(said) >= 2 and any("not below the 8 declared ranks: 15" in w for w in said)
+    tail = after.splitlines()
+    assert tail[1:] == [f"{len(said)} warnings from before the upload:"] + [f"  {w}" for w in said]
+    assert len(json.loads(ok(tracesets("list", "--json")).stdout)) == 1
+
+
+def test_traces_of_only_some_ranks_do_not_stop_the_upload(
+    tracesets: Run, eight_of_sixteen: Path
+) -> None:
+    done = ok(tracesets("upload", eight_of_sixteen, "--rank-count", "16"))
+    assert "ready, 8 files" in done.stdout
+    assert done.stderr.splitlines()[-2:] == [
+        "1 warning from before the upload:",
+        "  warning: 8 of 16 declared ranks have no trace: 8-15.",
+    ]
 
 
 def test_inspect_shows_per_rank_figures_and_stragglers(tmp_path: Path) -> None:

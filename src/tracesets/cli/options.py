@@ -28,8 +28,13 @@ Token = Annotated[
 Json = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 
 
-def client(url: str | None, token: str | None, *, concurrency: int = 8) -> Client:
+def check_token(token: str | None) -> None:
+    """A usage error, said before any slower check (reading traces) can refuse first."""
     if token is not None and not token.strip():
         # An empty --token (an unset variable in a script) must not fall back to another one.
         fail_usage("--token is empty: pass a token, or leave --token out to use TRACESETS_TOKEN")
+
+
+def client(url: str | None, token: str | None, *, concurrency: int = 8) -> Client:
+    check_token(token)
     return Client(url, token, concurrency=concurrency)

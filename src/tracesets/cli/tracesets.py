@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from itertools import islice
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Final
 
 import typer
 from rich.console import Console
@@ -15,13 +16,22 @@ from tracesets.cli.inspect import duplicated, missing_lines, ranks_list
 from tracesets.cli.output import REFUSED, error_lines, json_text, say, size, warn
 from tracesets.cli.progress import display
 from tracesets.cli.upload import summary
-from tracesets.client import Client, ClientError, Traceset, TracesetSummary
+from tracesets.client import (
+    Client,
+    ClientError,
+    Traceset,
+    TracesetFile,
+    TracesetSummary,
+)
 from tracesets.client.downloads import DownloadSummary, choose
 from tracesets.inspection import Summary
 from tracesets.jobs import missing_ranks, ranges
 
 #: A declared rank count above this is not checked rank by rank.
 MAX_RANKS_LISTED = 1 << 20
+#: ``show`` lists this many files from each end of the natural order (``--files``: all).
+SHOWN_FILES: Final = 5
+_DIGITS: Final = re.compile(r"(\d+)")
 
 TracesetId = Annotated[str, typer.Argument(help="The traceset's id.", show_default=False)]
 
@@ -32,11 +42,14 @@ def _timestamp(traceset: TracesetSummary) -> str:
 
 def show(
     traceset_id: TracesetId,
+    every_file: Annotated[
+        bool, typer.Option("--files", help="List every file, not the first and last few.")
+    ] = False,
     as_json: options.Json = False,
     url: options.Url = None,
     token: options.Token = None,
 ) -> None:
-    """Print a traceset: its status, rank count, files and workload metadata."""
+    """Print a traceset: its status, counts, inspection, metadata and first and last files."""
     with options.client(url, token) as client:
         traceset = client.get_traceset(traceset_id)
         missing = _missing_ranks(client, traceset) if not as_json else None
@@ -53,12 +66,42 @@ def show(
     )
     if traceset.description:
         say(traceset.description)
-    for file in traceset.files:
-        arrived = "" if file.received else "  (not received)"
-        say(f"  {file.role:<10} {size(file.size):>10}  {file.name}{arrived}")
+    for line in file_lines(traceset.files, every=every_file):
+        say(line)
     say("workloadMetadata: " + json_text(traceset.workloadMetadata))
     for line in inspection_lines(traceset):
         say(line)
+
+
+def natural_key(name: str) -> tuple[tuple[int, int | str], ...]:
+    """Sorts ``rank-2`` before ``rank-10``: digit runs compare as numbers (before any text)."""
+    return tuple(
+        (0, int(part)) if part.isdigit() else (1, part) for part in _DIGITS.split(name) if part
+    )
+
+
+def file_lines(files: list[TracesetFile], *, every: bool) -> list[str]:
+    """The counts, then the files in natural order: all, or the first and last few.
+
+    A job of thousands of ranks would otherwise print thousands of lines.
+    """
+    received = sum(1 for f in files if f.received)
+    lines = [f"files: {len(files):,}, {size(sum(f.size for f in files))}, {received:,} received"]
+    ordered = sorted(files, key=lambda f: natural_key(f.name))
+    hidden = len(ordered) - 2 * SHOWN_FILES
+    if every or hidden <= 0:
+        return lines + [_file_line(f) for f in ordered]
+    return [
+        *lines,
+        *(_file_line(f) for f in ordered[:SHOWN_FILES]),
+        f"  … {hidden:,} more (--files lists every file)",
+        *(_file_line(f) for f in ordered[-SHOWN_FILES:]),
+    ]
+
+
+def _file_line(file: TracesetFile) -> str:
+    arrived = "" if file.received else "  (not received)"
+    return f"  {file.role:<10} {size(file.size):>10}  {file.name}{arrived}"
 
 
 def inspection_lines(traceset: Traceset) -> list[str]:

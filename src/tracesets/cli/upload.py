@@ -16,7 +16,7 @@ from tracesets.cli.output import REFUSED, error_lines, json_text, say, size, war
 from tracesets.cli.progress import display
 from tracesets.client import ClientError, Traceset, protocol
 from tracesets.client.files import LocalFile, collect, total_size
-from tracesets.inspection import summarize
+from tracesets.inspection import Summary, summarize
 from tracesets.jsontext import JsonValue
 
 #: The options that declare a rank count, for messages that ask for one.
@@ -24,6 +24,8 @@ RANK_FLAGS: Final = (
     "--rank-count N, or the parallelism degrees --dp, --tp, --sp, --ep, --pp "
     "(their product), or both"
 )
+#: The option that uploads traces that contradict the declared rank count anyway.
+IGNORE_FLAG: Final = "--ignore-trace-ranks"
 
 
 def upload(
@@ -132,6 +134,14 @@ def upload(
             help="With no rank count given, declare the world size the traces hold.",
         ),
     ] = False,
+    ignore_trace_ranks: Annotated[
+        bool,
+        typer.Option(
+            IGNORE_FLAG,
+            help="Upload even when the traces contradict the declared rank count (a world "
+            "size other than it, or ranks not below it).",
+        ),
+    ] = False,
     concurrency: Annotated[int, typer.Option(min=1, max=64, help="PUTs at once.")] = 8,
     job_key: Annotated[
         str | None,
@@ -182,6 +192,7 @@ def upload(
             token=token,
         )
         return
+    options.check_token(token)
     base = metadata.read_file(metadata_file) if metadata_file is not None else None
     workload_metadata = metadata.build(
         base,
@@ -191,8 +202,11 @@ def upload(
     )
     name = name or paths[0].resolve().name
     files = collect(paths, supporting or ())
+    warnings: list[str] = []
     if resume is None:
-        workload_metadata = check_against_traces(files, workload_metadata, infer=infer_rank_count)
+        workload_metadata, warnings = check_against_traces(
+            files, workload_metadata, infer=infer_rank_count, ignore=ignore_trace_ranks
+        )
         # The very same rules as the service, before a byte is read or a request sent.
         try:
             protocol.upload_url_body(
@@ -230,23 +244,29 @@ def upload(
         say(json_text(traceset))
     else:
         say(summary(traceset))
+    if warnings:  # said before a long upload, scrolled away since: the rank count is final
+        warn(f"{len(warnings)} warning{'' if len(warnings) == 1 else 's'} from before the upload:")
+        for warning in warnings:
+            warn(f"  warning: {warning}")
 
 
 def check_against_traces(
-    files: list[LocalFile], workload_metadata: JsonValue, *, infer: bool
-) -> JsonValue:
-    """Read the traces' own ranks before sending a byte: propose, infer or warn.
+    files: list[LocalFile], workload_metadata: JsonValue, *, infer: bool, ignore: bool
+) -> tuple[JsonValue, list[str]]:
+    """Read the traces' own ranks before sending a byte: propose, infer, refuse or warn.
 
     With no rank count declared, the world size the traces agree on is proposed (and
-    declared with ``--infer-rank-count``); with one declared, every disagreement is a
-    warning. Traces of only some ranks are normal: they inform, they do not refuse.
+    declared with ``--infer-rank-count``). With one declared, traces that contradict it
+    (another world size, a rank not below it) stop the upload unless ``ignore``: the rank
+    count cannot change once uploaded. Traces of only some ranks are normal: they inform,
+    they do not refuse. Returns the metadata to send and the warnings said.
     """
     rules = workload.check_rank_count(workload_metadata, has_primary_files=False)
     if rules.problems:
-        return workload_metadata  # the rules refuse it anyway, and say why
+        return workload_metadata, []  # the rules refuse it anyway, and say why
     findings = inspect_local(files)
     if not findings:
-        return workload_metadata
+        return workload_metadata, []
     declared = rules.rank_count
     found = summarize(findings, declared_rank_count=declared)
     if declared is None and infer and found.world_size is None:
@@ -263,15 +283,42 @@ def check_against_traces(
             shape = dict((workload_metadata or {}).get("shape") or {})
             shape["rankCount"] = found.world_size
             warn(f"declaring shape.rankCount = {found.world_size}: the world size the traces hold")
-            return {**(workload_metadata or {}), "shape": shape}
-        warn(
+            return {**(workload_metadata or {}), "shape": shape}, []
+        proposal = (
             f"The traces say the world size is {found.world_size}: declare it with "
             f"--rank-count {found.world_size}, or let --infer-rank-count do it."
         )
-        return workload_metadata
+        warn(proposal)
+        return workload_metadata, [proposal]
+    if declared is not None and not ignore and _contradicts(found, declared):
+        _stop(found, declared)
     for warning in found.warnings:
         warn(f"warning: {warning}")
-    return workload_metadata
+    return workload_metadata, found.warnings
+
+
+def _contradicts(found: Summary, declared: int) -> bool:
+    """A world size other than the declared rank count, or a rank not below it."""
+    return any(size != declared for size in found.world_sizes) or any(
+        rank >= declared for rank in found.ranks_found
+    )
+
+
+def _stop(found: Summary, declared: int) -> NoReturn:
+    ranks = f"{declared:,} rank{'' if declared == 1 else 's'}"
+    warn(f"error: the traces contradict the declared rank count ({ranks}); nothing was sent:")
+    for warning in found.warnings:
+        warn(f"  {warning}")
+    held = (
+        f"{found.world_size:,} ranks, as the traces hold"
+        if found.world_size is not None
+        else "the rank count the traces hold"
+    )
+    warn(
+        f"Declare {held} (--rank-count, or the parallelism degrees): it cannot change after "
+        f"upload. Or pass {IGNORE_FLAG} to upload anyway."
+    )
+    raise typer.Exit(REFUSED)
 
 
 def _refuse(error: ClientError) -> NoReturn:
