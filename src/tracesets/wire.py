@@ -449,3 +449,10 @@ class ProblemDetails(BaseModel):
 
 class Health(BaseModel):
     status: Literal["ok"]
+
+
+class Whoami(BaseModel):
+    """What a token opens: its workspace and its scopes, in the order read, write, promote."""
+
+    workspace: str
+    scopes: list[Literal["read", "write", "promote"]]

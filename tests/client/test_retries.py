@@ -89,10 +89,10 @@ class MockService:
         self.calls.append(request)
         body = request.read()  # the whole body goes out before the answer is lost
         path = request.url.path
+        if request.method == "GET" and path == "/api/v1/whoami":  # the client's token check
+            return httpx.Response(200, json={"workspace": "default", "scopes": ["read", "write"]})
         if request.method == "POST" and path.endswith("/upload-url"):
             sent = json.loads(body)
-            if "files" not in sent:  # the client's token check: refused for its body alone
-                return httpx.Response(400, json={**PROBLEM, "status": 400, "detail": "no files"})
             return self._scripted("upload-url") or httpx.Response(
                 201, json={"tracesetId": "t1", "uploads": self.uploads(sent["files"])}
             )

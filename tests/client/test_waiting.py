@@ -137,29 +137,65 @@ def test_a_wrong_token_is_refused_before_any_file_is_hashed(
     assert caught.value.status == 401 and hashed == []
 
 
+def scoped_token(server: ServerProcess, workspace: str, *scopes: str) -> str:
+    args = ["token", "create", "--workspace", workspace, "--data-dir", str(server.data_dir)]
+    for scope in scopes:
+        args += ["--scope", scope]
+    made = server.cli(*args)
+    assert made.returncode == 0, made.stderr
+    return made.stdout.strip()
+
+
 def test_a_token_without_write_is_refused_before_any_file_is_hashed(
     server: ServerProcess, tmp_path: Path
 ) -> None:
-    made = server.cli(
-        "token",
-        "create",
-        "--workspace",
-        "ro",
-        "--scope",
-        "read",
-        "--data-dir",
-        str(server.data_dir),
-    )
-    assert made.returncode == 0, made.stderr
+    token = scoped_token(server, "ro", "read", "promote")
     hashed: list[int] = []
     with pytest.raises(ClientError) as caught:
-        Client(server.url, made.stdout.strip()).upload(
+        Client(server.url, token).upload(
             traces(tmp_path, range(1), 1),
             name="n",
             workload_metadata={"shape": {"rankCount": 1}},
             hash_progress=lambda done, total: hashed.append(done),
         )
     assert caught.value.status == 403 and hashed == []
+    assert str(caught.value) == "This token does not have the write scope"
+    with Client(server.url, token) as client:
+        assert list(client.list_tracesets()) == []
+
+
+def test_the_async_client_refuses_a_token_without_write_before_hashing(
+    server: ServerProcess, tmp_path: Path
+) -> None:
+    token = scoped_token(server, "ro-async", "read")
+    hashed: list[int] = []
+
+    async def upload() -> None:
+        async with AsyncClient(server.url, token) as client:
+            await client.upload(
+                traces(tmp_path, range(1), 1),
+                name="n",
+                workload_metadata={"shape": {"rankCount": 1}},
+                hash_progress=lambda done, total: hashed.append(done),
+            )
+
+    with pytest.raises(ClientError) as caught:
+        asyncio.run(upload())
+    assert caught.value.status == 403 and "write scope" in str(caught.value) and hashed == []
+
+
+def test_whoami_names_the_workspace_and_scopes_of_the_token(server: ServerProcess) -> None:
+    token = scoped_token(server, "who", "promote", "read")
+    with Client(server.url, token) as client:
+        who = client.whoami()
+    assert (who.workspace, who.scopes) == ("who", ["read", "promote"])
+
+    async def ask() -> tuple[str, list[str]]:
+        async with AsyncClient(server.url, token) as client:
+            answer = await client.whoami()
+            return answer.workspace, list(answer.scopes)
+
+    assert asyncio.run(ask()) == ("who", ["read", "promote"])
 
 
 def test_str_of_a_client_error_gives_every_problem_a_line() -> None:

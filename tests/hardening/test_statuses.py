@@ -121,6 +121,7 @@ ROUTES: dict[str, Callable[[Reach], Request]] = {
     "download_file": lambda r: ("GET", f"/api/v1/tracesets/{r.ready()}/files/rank0.json", {}),
     "list_files": lambda r: ("GET", f"/api/v1/tracesets/{r.ready()}/files", {}),
     "healthz": lambda r: ("GET", "/healthz", {}),
+    "whoami": lambda r: ("GET", "/api/v1/whoami", {}),
 }
 
 #: Which scope each operation needs; a token with only another one gets 403.
@@ -366,6 +367,7 @@ TABLE: dict[tuple[str, int], Callable[[Reach], httpx.Response]] = {
     ("download_signed_file", 403): lambda r: httpx.get(altered(r.signed("GET")[0]), timeout=60),
     ("download_signed_file", 404): lambda r: httpx.get(r.orphaned("GET"), timeout=60),
     ("healthz", 200): lambda r: _send(r, ROUTES["healthz"](r)),
+    ("whoami", 200): lambda r: _send(r, ROUTES["whoami"](r), token=r.scoped("promote")),
 }
 
 #: Statuses every authenticated operation sends the same way.

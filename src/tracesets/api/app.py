@@ -18,7 +18,7 @@ from starlette.requests import ClientDisconnect
 from starlette.routing import Match
 
 from tracesets import tokens, web
-from tracesets.api import blobs, openapi, render, tracesets
+from tracesets.api import access, blobs, openapi, render, tracesets
 from tracesets.api.compression import CompressAnswers
 from tracesets.api.guards import (
     OUT_OF_DESCRIPTORS,
@@ -248,6 +248,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.rate_limiter = RateLimiter(settings.rate_limit, settings.rate_burst)
     app.state.upload_slots = UploadSlots(settings.max_concurrent_uploads)
     app.add_middleware(IdleBodyTimeout, timeout=settings.body_idle_timeout)
+    app.include_router(access.router)
     app.include_router(tracesets.router)
     app.include_router(blobs.router)
     app.include_router(web.router)

@@ -44,6 +44,7 @@ from tracesets.client.models import (
     UploadStatus,
     UploadTarget,
     UploadUrlResponse,
+    Whoami,
 )
 from tracesets.client.progress import ProgressCallback, ProgressCounter
 from tracesets.client.protocol import TracesetT
@@ -230,12 +231,14 @@ class AsyncClient:
         self.state.forget(key)
         return await self.wait_for_inspection(done.id, timeout=wait) if wait > 0 else done
 
+    async def whoami(self) -> Whoami:
+        """``Client.whoami``'s twin."""
+        response = await self._call("GET", protocol.WHOAMI, "whoami")
+        return protocol.parse(Whoami, response, "whoami")
+
     async def _check_write_access(self) -> None:
         """``Client._check_write_access``'s twin: the token is checked before hashing."""
-        response = await self._call(
-            "POST", f"{protocol.TRACESETS}/upload-url", "upload-url", body={}, expect=400
-        )
-        await response.aclose()
+        protocol.require_scope(await self.whoami(), "write")
 
     async def wait_for_inspection(
         self, traceset_id: str, *, timeout: float = 60.0, interval: float = 0.25

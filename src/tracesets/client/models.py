@@ -20,6 +20,7 @@ from tracesets.wire import (
     UploadStatus,
     UploadTarget,
     UploadUrlResponse,
+    Whoami,
 )
 
 __all__ = [
@@ -33,4 +34,5 @@ __all__ = [
     "UploadStatus",
     "UploadTarget",
     "UploadUrlResponse",
+    "Whoami",
 ]

@@ -15,11 +15,12 @@ import pydantic
 
 from tracesets import jsontext
 from tracesets.client.errors import ClientError
-from tracesets.problems import TracesetsError
+from tracesets.problems import Problem, TracesetsError
 from tracesets.uploadrequest import read_file_additions, read_upload_request
-from tracesets.wire import Traceset, UploadFileSpec, UploadStatus
+from tracesets.wire import Traceset, UploadFileSpec, UploadStatus, Whoami
 
 TRACESETS: Final = "/api/v1/tracesets"
+WHOAMI: Final = "/api/v1/whoami"
 MAX_PAGE: Final = 500
 #: Files asked for a page of the files route (its largest page).
 FILES_PAGE: Final = 1_000
@@ -137,6 +138,18 @@ def parse(model: type[Model], response: httpx.Response, what: str) -> Model:
             f"understand: {why}",
             status=response.status_code,
         ) from None
+
+
+def require_scope(who: Whoami, scope: str) -> None:
+    """ClientError, as the service words its 403, when the token lacks ``scope``."""
+    if scope not in who.scopes:
+        detail = f"This token does not have the {scope} scope"
+        raise ClientError(
+            detail,
+            status=403,
+            title="Forbidden",
+            problems=[Problem("Authorization", None, detail)],
+        )
 
 
 def inspection_pending(traceset: Traceset) -> bool:

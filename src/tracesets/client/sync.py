@@ -42,6 +42,7 @@ from tracesets.client.models import (
     UploadStatus,
     UploadTarget,
     UploadUrlResponse,
+    Whoami,
 )
 from tracesets.client.progress import ProgressCallback, ProgressCounter
 from tracesets.client.protocol import TracesetT
@@ -305,16 +306,13 @@ class Client:
         self.state.forget(key)
         return self.wait_for_inspection(done.id, timeout=wait) if wait > 0 else done
 
-    def _check_write_access(self) -> None:
-        """Fail at once on a token that cannot upload, not after hashing terabytes.
+    def whoami(self) -> Whoami:
+        """The workspace and scopes of this client's token; reads and changes nothing."""
+        return protocol.parse(Whoami, self._call("GET", protocol.WHOAMI, "whoami"), "whoami")
 
-        An empty upload request is refused for its body (400) only once the token has been
-        accepted and found to hold the write scope (401 and 403 come first); nothing is
-        created."""
-        response = self._call(
-            "POST", f"{protocol.TRACESETS}/upload-url", "upload-url", body={}, expect=400
-        )
-        response.close()
+    def _check_write_access(self) -> None:
+        """Fail at once on a token that cannot upload, not after hashing terabytes."""
+        protocol.require_scope(self.whoami(), "write")
 
     def wait_for_inspection(
         self, traceset_id: str, *, timeout: float = 60.0, interval: float = 0.25

@@ -2,11 +2,23 @@
 // never in a URL; answers come back with their raw text so stored JSON keeps its digits.
 
 const TOKEN_KEY = 'tracesets.token';
+const SCOPES_KEY = 'tracesets.scopes';
 
+// The token's scopes, as /api/v1/whoami answered them, decide what the page offers; the
+// service checks every request itself, so they only spare a person a certain refusal.
 export const session = {
   token: () => sessionStorage.getItem(TOKEN_KEY),
-  signIn: (token) => sessionStorage.setItem(TOKEN_KEY, token),
-  signOut: () => sessionStorage.removeItem(TOKEN_KEY),
+  scopes: () => JSON.parse(sessionStorage.getItem(SCOPES_KEY) || 'null'),
+  can: (scope) => (session.scopes() || []).includes(scope),
+  remember: (scopes) => sessionStorage.setItem(SCOPES_KEY, JSON.stringify(scopes)),
+  signIn: (token, scopes) => {
+    sessionStorage.setItem(TOKEN_KEY, token);
+    session.remember(scopes);
+  },
+  signOut: () => {
+    sessionStorage.removeItem(TOKEN_KEY);
+    sessionStorage.removeItem(SCOPES_KEY);
+  },
 };
 
 let onUnauthorized = () => {};

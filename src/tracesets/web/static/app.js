@@ -2,7 +2,7 @@
 // Routes live in the URL's fragment, so the service serves one page and the token never
 // appears in a URL.
 
-import { ApiError, call, session, whenUnauthorized } from './api.js';
+import { call, session, whenUnauthorized } from './api.js';
 import { showTraceset } from './detailview.js';
 import { h } from './dom.js';
 import { showList } from './listview.js';
@@ -47,16 +47,20 @@ function showSignIn(message) {
     }
     button.disabled = true;
     error.textContent = '';
+    let scopes;
     try {
-      await call('/api/v1/tracesets?limit=1', { token });
+      ({ scopes } = (await call('/api/v1/whoami', { token })).data);
+      if (!scopes.includes('read')) {
+        throw new Error('This token does not have the read scope, which this page needs to show tracesets.');
+      }
     } catch (failure) {
       button.disabled = false;
-      error.textContent = failure instanceof ApiError ? failure.message : String(failure);
+      error.textContent = failure instanceof Error ? failure.message : String(failure);
       input.setAttribute('aria-invalid', 'true');
       input.focus();
       return;
     }
-    session.signIn(token);
+    session.signIn(token, scopes);
     route();
   });
   main.replaceChildren(form);
@@ -67,6 +71,16 @@ async function route() {
   if (!session.token()) {
     showSignIn();
     return;
+  }
+  if (session.scopes() === null) {
+    // Signed in by an earlier version of this page, which kept no scopes.
+    try {
+      session.remember((await call('/api/v1/whoami')).data.scopes);
+    } catch {
+      // Refused: the sign-in form is shown already. Unreachable: nothing is offered that
+      // needs a scope, and the next route asks again.
+      if (!session.token()) return;
+    }
   }
   sessionBar.hidden = false;
   const hash = window.location.hash.replace(/^#/, '') || '/';

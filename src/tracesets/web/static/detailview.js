@@ -1,7 +1,7 @@
 // One traceset: its facts, files, per-rank chart and metadata, and promotion with the
 // metadata edited in place. A refusal shows each problem under its member's line.
 
-import { call } from './api.js';
+import { call, session } from './api.js';
 import { cell, formatBytes, formatCount, h, plural, replace, statusBadge, timeElement } from './dom.js';
 import { inspectionSection } from './inspection.js';
 import { JsonSyntaxError, lineText, member, parse, pretty, prettyLines } from './rawjson.js';
@@ -41,7 +41,7 @@ function render(main, answer, flash) {
   document.title = `${t.name} · Tracesets`;
   const metadata = storedMetadata(answer);
   const promotion = promotionSection(t, metadata, (next, result) => render(main, next, result));
-  const canPromote = t.status === 'ready' || t.status === 'promoted';
+  const canPromote = session.can('promote') && (t.status === 'ready' || t.status === 'promoted');
   replace(main, 
     backLink(),
     h('div', { class: 'title-row' },
@@ -139,7 +139,10 @@ function promotionSection(t, metadata, rerender) {
   const result = h('div', { class: 'promote-result', id: 'promote-result' });
   const state = h('span', { class: 'hint' }, 'exactly as stored');
   const pending = !(t.status === 'ready' || t.status === 'promoted');
-  const explain = h('p', { class: 'hint' }, pending
+  const allowed = session.can('promote');
+  const explain = h('p', { class: 'hint', id: 'promote-hint' }, !allowed
+    ? 'This token does not have the promote scope: sign in with a token that has it to promote.'
+    : pending
     ? 'This traceset\'s upload is not complete: it can be promoted once it is ready.'
     : t.status === 'promoted'
       ? 'Promoted already. Promoting again runs every check again.'
@@ -165,7 +168,9 @@ function promotionSection(t, metadata, rerender) {
     edit.focus();
   });
   setEditing(false);
-  promote.disabled = pending;
+  promote.disabled = pending || !allowed;
+  edit.hidden = !allowed;
+  if (!allowed) promote.setAttribute('aria-describedby', 'promote-hint');
 
   promote.addEventListener('click', async () => {
     let body = '{}';

@@ -1,0 +1,26 @@
+"""GET /api/v1/whoami: what a token opens, so a client checks it without side effects."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from tracesets import tokens
+from tracesets.api.deps import Caller
+from tracesets.api.openapi import errors
+from tracesets.wire import Whoami
+
+router = APIRouter(prefix="/api/v1", tags=["access"])
+
+
+@router.get(
+    "/whoami",
+    summary="The workspace and scopes of the token sent",
+    description="Any token the service knows, whatever its scopes, may ask. A client calls it "
+    "before work that needs a scope (hashing files before an upload, offering Promote), "
+    "so that a token without it is refused at once; nothing is read or changed.",
+    response_model=Whoami,
+    responses=errors(401, 429),
+)
+async def whoami(caller: Caller) -> Whoami:
+    scopes = [scope for scope in tokens.SCOPES if scope in caller.scopes]
+    return Whoami.model_validate({"workspace": caller.workspace, "scopes": scopes})
