@@ -50,6 +50,14 @@ async def _traceset_id(traceset_id: str) -> str:
     return traceset_id
 
 
+#: The cursor of every paged route: the ``nextCursor`` its previous page answered.
+PageCursor = Annotated[
+    str | None, Query(max_length=64, description="nextCursor of the previous page.")
+]
+#: How many files a page of files (or of upload status) holds.
+FilesLimit = Annotated[
+    int, Query(ge=1, le=render.FILES_PAGE_LIMIT, description="Most files a page, 1 to 1,000.")
+]
 TracesetId = Annotated[str, Depends(_traceset_id)]
 
 
@@ -104,13 +112,8 @@ async def get_upload_status(
     caller: Caller,
     traceset_id: TracesetId,
     base: BaseURL,
-    limit: Annotated[
-        int,
-        Query(ge=1, le=render.FILES_PAGE_LIMIT, description="Most files a page, 1 to 1,000."),
-    ] = render.FILES_PAGE_LIMIT,
-    cursor: Annotated[
-        str | None, Query(max_length=64, description="nextCursor of the previous page.")
-    ] = None,
+    limit: FilesLimit = render.FILES_PAGE_LIMIT,
+    cursor: PageCursor = None,
 ) -> Response:
     status = await run_in_threadpool(
         partial(
@@ -187,9 +190,7 @@ async def list_rank_figures(
     workspace: ReadWorkspace,
     traceset_id: TracesetId,
     limit: Annotated[int, Query(ge=1, le=1000, description="Page size, 1 to 1,000.")] = 256,
-    cursor: Annotated[
-        str | None, Query(max_length=64, description="nextCursor of the previous page.")
-    ] = None,
+    cursor: PageCursor = None,
 ) -> Response:
     items, next_cursor = await run_in_threadpool(
         service.rank_page, workspace, traceset_id, limit=limit, cursor=cursor
@@ -263,9 +264,7 @@ async def list_tracesets(
         ),
     ] = None,
     limit: Annotated[int, Query(ge=1, le=500, description="Page size, 1 to 500.")] = 50,
-    cursor: Annotated[
-        str | None, Query(max_length=64, description="nextCursor of the previous page.")
-    ] = None,
+    cursor: PageCursor = None,
 ) -> Response:
     if None not in (global_batch_size, shape_global_batch_size) and (
         global_batch_size != shape_global_batch_size
@@ -327,13 +326,8 @@ async def list_files(
     service: Service,
     workspace: ReadWorkspace,
     traceset_id: TracesetId,
-    limit: Annotated[
-        int,
-        Query(ge=1, le=render.FILES_PAGE_LIMIT, description="Page size, 1 to 1,000."),
-    ] = render.FILES_PAGE_LIMIT,
-    cursor: Annotated[
-        str | None, Query(max_length=64, description="nextCursor of the previous page.")
-    ] = None,
+    limit: FilesLimit = render.FILES_PAGE_LIMIT,
+    cursor: PageCursor = None,
 ) -> Response:
     found = await run_in_threadpool(
         service.files_from, workspace, traceset_id, cursor=cursor, limit=limit + 1
