@@ -66,7 +66,14 @@ def test_every_rank_sends_its_trace_and_the_last_completes(
     assert inspection["status"] == "done"
     assert inspection["ranksFound"] == list(range(WORLD))
     assert inspection["worldSize"] == WORLD
-    assert inspection["warnings"] == [] and inspection["missingRanks"] == []
+    assert inspection["missingRanks"] == [] and inspection["duplicateRanks"] == []
+    # Every rank issued the same collectives, and the traces agree with the declared shape.
+    # A straggler warning alone is allowed: four processes share this machine's cores, so
+    # which rank's steps run slower is up to the scheduler, not to the job.
+    assert inspection["desyncedGroups"] == []
+    timing = [w for w in inspection["warnings"] if " straggles: " in w]
+    assert inspection["warnings"] == timing, inspection["warnings"]
+    assert len(timing) == len(inspection["stragglers"])
     assert {(f["rank"], f["worldSize"], f["rankSource"]) for f in inspection["files"]} == {
         (r, WORLD, "header") for r in range(WORLD)
     }
