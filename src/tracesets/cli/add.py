@@ -17,15 +17,7 @@ def add_files(
     traceset_id: Annotated[
         str, typer.Argument(help="A pending traceset's id.", show_default=False)
     ],
-    paths: Annotated[
-        list[Path],
-        typer.Argument(
-            metavar="PATH...",
-            exists=True,
-            help="Files, or folders standing for every file under them.",
-            show_default=False,
-        ),
-    ],
+    paths: options.Paths,
     supporting: Annotated[
         list[Path] | None,
         typer.Option(

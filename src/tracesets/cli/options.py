@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -22,6 +23,16 @@ Token = Annotated[
     typer.Option(
         "--token",
         help="Bearer token (default: TRACESETS_TOKEN, else SCALA_API_TOKEN).",
+        show_default=False,
+    ),
+]
+#: The files to send, as ``upload`` and ``add-files`` take them.
+Paths = Annotated[
+    list[Path],
+    typer.Argument(
+        metavar="PATH...",
+        exists=True,
+        help="Files, or folders standing for every file under them.",
         show_default=False,
     ),
 ]

@@ -29,15 +29,7 @@ IGNORE_FLAG: Final = "--ignore-trace-ranks"
 
 
 def upload(
-    paths: Annotated[
-        list[Path],
-        typer.Argument(
-            metavar="PATH...",
-            exists=True,
-            help="Files, or folders standing for every file under them.",
-            show_default=False,
-        ),
-    ],
+    paths: options.Paths,
     name: Annotated[
         str | None,
         typer.Option(
