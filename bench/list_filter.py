@@ -37,10 +37,10 @@ from scratch_postgres import default_url, scratch_database
 from servers import LOOPBACK, free_port, running, service_argv
 from sqlalchemy import event
 
-from tracesets import tokens
 from tracesets.db import queries
 from tracesets.db.engine import Database
 from tracesets.db.queries import ListFilter
+from tracesets.service import tokens
 
 #: The per-token rate limit (100/s by default) would answer most of the load 429:
 #: the bench measures the requests, not the limiter.

@@ -52,8 +52,8 @@ def backend_env() -> dict[str, str]:
 
 def make_tokens(data_dir: Path, env: dict[str, str], clients: int) -> list[str]:
     """A token for each client (written straight into the service's database)."""
-    from tracesets import tokens
     from tracesets.db.engine import Database, sqlite_url
+    from tracesets.service import tokens
 
     db = Database(env.get("DATABASE_URL") or sqlite_url(data_dir))
     try:

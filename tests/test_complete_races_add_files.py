@@ -12,7 +12,7 @@ import pytest
 
 from tracesets.db.engine import Database, sqlite_url
 from tracesets.problems import Conflict
-from tracesets.service import TracesetService
+from tracesets.service.catalog import TracesetService
 from tracesets.storage.local import LocalBlobStore
 from tracesets.storage.signing import URLSigner
 

@@ -26,7 +26,10 @@ def _loaded_after(statement: str, candidates: tuple[str, ...]) -> list[str]:
     [
         ("import tracesets.workload", ("httpx", "pydantic", "fastapi", "starlette", "sqlalchemy")),
         ("import tracesets", ("httpx", "pydantic", "fastapi", "starlette")),
-        ("import tracesets.service", ("fastapi", "starlette", "uvicorn", "httpx")),
+        *(
+            (f"import tracesets.service.{module}", ("fastapi", "starlette", "uvicorn", "httpx"))
+            for module in ("catalog", "inspections", "tokens", "transfers")
+        ),
     ],
 )
 def test_import_loads_nothing_above_it(statement: str, forbidden: tuple[str, ...]) -> None:

@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 import orjson
 import pytest
 
-from tracesets.inspection_queue import NOT_FINISHED, inspection_warnings
 from tracesets.records import InspectionRecord, Traceset
+from tracesets.service.inspections import NOT_FINISHED, inspection_warnings
 
 
 def _traceset(inspection: InspectionRecord | None) -> Traceset:

@@ -15,7 +15,7 @@ from tracesets.api import render
 from tracesets.inspection import FileFinding, summarize
 from tracesets.inspection.report import result_json
 from tracesets.records import InspectionRecord, StoredFile, Traceset
-from tracesets.service import decode_cursor
+from tracesets.service.catalog import decode_cursor
 
 BOUND = 8 * 1024 * 1024
 NOW = datetime(2026, 12, 1, tzinfo=UTC)

@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from tests.server import ServerProcess
-from tracesets.tokens import SCOPES
+from tracesets.service.tokens import SCOPES
 
 EVERY_SET = [c for n in range(1, 4) for c in itertools.combinations(SCOPES, n)]
 

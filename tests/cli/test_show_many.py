@@ -7,7 +7,7 @@ import httpx
 from tests.cli.test_cli import Run, ok
 from tests.server import ServerProcess
 from tracesets import Client
-from tracesets.cli.tracesets import natural_key
+from tracesets.cli.commands import natural_key
 
 RANKS = 4_096
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from tracesets import tokens
 from tracesets.api.deps import Caller
 from tracesets.api.openapi import errors
+from tracesets.service import tokens
 from tracesets.wire import Whoami
 
 router = APIRouter(prefix="/api/v1", tags=["access"])

@@ -17,8 +17,8 @@ from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
 from starlette.routing import Match
 
-from tracesets import tokens, web
-from tracesets.api import access, blobs, openapi, render, tracesets
+from tracesets import web
+from tracesets.api import access, blobs, openapi, render, routes
 from tracesets.api.compression import CompressAnswers
 from tracesets.api.guards import (
     OUT_OF_DESCRIPTORS,
@@ -27,7 +27,6 @@ from tracesets.api.guards import (
     UploadSlots,
 )
 from tracesets.db.engine import Database
-from tracesets.inspection_queue import InspectionQueue
 from tracesets.problems import (
     InvalidRequest,
     NotFound,
@@ -39,11 +38,13 @@ from tracesets.problems import (
     Unauthorized,
 )
 from tracesets.ratelimit import RateLimiter
-from tracesets.service import Limits, TracesetService
+from tracesets.service import tokens
+from tracesets.service.catalog import Limits, TracesetService
+from tracesets.service.inspections import InspectionQueue
+from tracesets.service.transfers import LocalTransfers
 from tracesets.settings import DEFAULT_WORKSPACE, Settings
 from tracesets.storage.local import LocalBlobStore
 from tracesets.storage.signing import URLSigner
-from tracesets.transfers import LocalTransfers
 from tracesets.version import __version__
 from tracesets.wire import Health
 
@@ -249,7 +250,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.upload_slots = UploadSlots(settings.max_concurrent_uploads)
     app.add_middleware(IdleBodyTimeout, timeout=settings.body_idle_timeout)
     app.include_router(access.router)
-    app.include_router(tracesets.router)
+    app.include_router(routes.router)
     app.include_router(blobs.router)
     app.include_router(web.router)
 

@@ -16,9 +16,9 @@ from tracesets.api import render
 from tracesets.api.guards import UploadSlots
 from tracesets.api.openapi import errors
 from tracesets.problems import Forbidden, NotFound, Problem
+from tracesets.service.transfers import LocalTransfers
 from tracesets.storage.local import BLOB_ROUTE
 from tracesets.storage.signing import parse_index
-from tracesets.transfers import LocalTransfers
 
 router = APIRouter(prefix=BLOB_ROUTE, tags=["signed-urls"])
 

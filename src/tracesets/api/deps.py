@@ -14,7 +14,6 @@ from fastapi import Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from tracesets import tokens
 from tracesets.problems import (
     Forbidden,
     PayloadTooLarge,
@@ -24,7 +23,8 @@ from tracesets.problems import (
     UnsupportedMediaType,
 )
 from tracesets.ratelimit import RateLimiter, retry_after_seconds
-from tracesets.service import TracesetService
+from tracesets.service import tokens
+from tracesets.service.catalog import TracesetService
 from tracesets.settings import Settings
 
 _bearer = HTTPBearer(

@@ -20,7 +20,7 @@ from tracesets import jsontext
 from tracesets.inspection.report import empty_json
 from tracesets.problems import Problem, TracesetsError
 from tracesets.records import InspectionRecord, ListedTraceset, StoredFile, Traceset, TracesetHead
-from tracesets.service import (
+from tracesets.service.catalog import (
     Page,
     UploadStatus,
     UploadTarget,

@@ -11,7 +11,7 @@ import sys
 
 import typer
 
-from tracesets.cli import add, inspect, server, tracesets, upload
+from tracesets.cli import add, commands, inspect, server, upload
 from tracesets.cli.output import REFUSED, error_lines, warn
 from tracesets.client import ClientError
 
@@ -31,11 +31,11 @@ token_app = typer.Typer(
 # Short helps fit the command list in 80 columns, which would otherwise cut them with "...".
 app.command("upload", short_help="Upload files or folders as one traceset.")(upload.upload)
 app.command("add-files", short_help="Add files to a pending traceset.")(add.add_files)
-app.command("list", short_help="List tracesets, newest first.")(tracesets.list_)
-app.command("show", short_help="Print a traceset, with its inspection.")(tracesets.show)
-app.command("promote", short_help="Promote a ready traceset.")(tracesets.promote)
-app.command("download", short_help="Download a traceset's files.")(tracesets.download)
-app.command("delete", short_help="Delete tracesets and their files.")(tracesets.delete)
+app.command("list", short_help="List tracesets, newest first.")(commands.list_)
+app.command("show", short_help="Print a traceset, with its inspection.")(commands.show)
+app.command("promote", short_help="Promote a ready traceset.")(commands.promote)
+app.command("download", short_help="Download a traceset's files.")(commands.download)
+app.command("delete", short_help="Delete tracesets and their files.")(commands.delete)
 app.command("inspect", short_help="Print what local traces say about their ranks.")(inspect.inspect)
 app.command("serve", short_help="Start the service.")(server.serve)
 app.add_typer(token_app, name="token")

@@ -98,8 +98,8 @@ def serve(
     """Start the service (SQLite and a local folder unless DATABASE_URL says otherwise)."""
     import uvicorn
 
-    from tracesets import tokens
     from tracesets.api.connections import connection_budget, raise_descriptor_limit
+    from tracesets.service import tokens
 
     settings = _settings(data_dir)
     budget = connection_budget(raise_descriptor_limit())  # workers inherit the raised limit
@@ -139,7 +139,7 @@ def token_create(
     data_dir: DataDir = None,
 ) -> None:
     """Print a new token for WORKSPACE (stored only as a hash: copy it now)."""
-    from tracesets import tokens
+    from tracesets.service import tokens
 
     if not 1 <= len(workspace) <= 128:
         fail_usage("--workspace must be 1 to 128 characters")
@@ -159,7 +159,7 @@ def token_revoke(
     data_dir: DataDir = None,
 ) -> None:
     """Revoke a token, named by its value or by --id: it stops working at once."""
-    from tracesets import tokens
+    from tracesets.service import tokens
 
     if (token is None) == (token_id is None):
         fail_usage("give either the token's value or --id")
@@ -177,7 +177,7 @@ def token_list(
     data_dir: DataDir = None,
 ) -> None:
     """List tokens (never their values): id, workspace, scopes, name, created, revoked."""
-    from tracesets import tokens
+    from tracesets.service import tokens
 
     db = _database(_settings(data_dir))
     for info in tokens.listed(db, workspace=workspace):

@@ -27,10 +27,10 @@ from tracesets import jsontext, promotion, workload
 from tracesets.db import queries
 from tracesets.db.engine import Database
 from tracesets.db.queries import ListFilter
-from tracesets.inspection_queue import inspection_warnings
 from tracesets.jsontext import JsonValue
 from tracesets.problems import Conflict, InvalidRequest, NotFound, Problem, Unprocessable
 from tracesets.records import ListedTraceset, StoredFile, Traceset
+from tracesets.service.inspections import inspection_warnings
 from tracesets.storage.base import BlobStore, UploadIncomplete, UploadPlan
 from tracesets.uploadrequest import (
     FileSpec,
