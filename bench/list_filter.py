@@ -39,7 +39,7 @@ from sqlalchemy import event
 
 from tracesets.db import queries
 from tracesets.db.engine import Database
-from tracesets.db.queries import ListFilter
+from tracesets.records import ListFilter
 from tracesets.service import tokens
 
 #: The per-token rate limit (100/s by default) would answer most of the load 429:

@@ -93,3 +93,16 @@ class Traceset(TracesetHead):
 
     def file_at(self, idx: int) -> StoredFile | None:
         return self.files[idx] if 0 <= idx < len(self.files) else None
+
+
+@dataclass(frozen=True, slots=True)
+class ListFilter:
+    """Which tracesets a list asks for; ``None`` is no condition."""
+
+    status: Status | None = None
+    rank_count: int | None = None
+    workload_family: str | None = None
+    workload_name: str | None = None
+    global_batch_size: int | None = None
+    inspected_ok: bool | None = None
+    ranks_consistent: bool | None = None

@@ -17,7 +17,7 @@ import httpx
 
 from tests.flows import problems, put, request_urls, upload
 from tests.server import FRESH_CONNECTIONS, ServerProcess
-from tracesets.storage.local import BLOB_ROUTE
+from tracesets.api.blobs import BLOB_ROUTE
 from tracesets.storage.signing import URLSigner
 
 

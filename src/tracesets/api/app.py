@@ -77,6 +77,7 @@ def build_service(settings: Settings) -> tuple[TracesetService, LocalTransfers |
     local = LocalBlobStore(
         settings.data_dir,
         URLSigner(settings.signing_secret()),
+        url_path=blobs.BLOB_ROUTE,
         upload_ttl=settings.upload_url_ttl,
         download_ttl=settings.download_url_ttl,
     )

@@ -6,7 +6,7 @@ These routes take no bearer token: the URL's signature and expiry are its author
 from __future__ import annotations
 
 import posixpath
-from typing import Annotated, Any
+from typing import Annotated, Any, Final
 
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
@@ -17,8 +17,9 @@ from tracesets.api.guards import UploadSlots
 from tracesets.api.openapi import errors
 from tracesets.problems import Forbidden, NotFound, Problem
 from tracesets.service.transfers import LocalTransfers
-from tracesets.storage.local import BLOB_ROUTE
 from tracesets.storage.signing import parse_index
+
+BLOB_ROUTE: Final = "/api/v1/blobs"
 
 router = APIRouter(prefix=BLOB_ROUTE, tags=["signed-urls"])
 

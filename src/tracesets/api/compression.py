@@ -12,7 +12,7 @@ from typing import Final
 from starlette.middleware.gzip import DEFAULT_EXCLUDED_CONTENT_TYPES, GZipMiddleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from tracesets.storage.local import BLOB_ROUTE
+from tracesets.api.blobs import BLOB_ROUTE
 
 #: Smaller answers gain nothing from gzip (its header and trailer are 18 bytes).
 MINIMUM_BYTES: Final = 1_024

@@ -52,12 +52,10 @@ async def current_caller(
             [Problem("Authorization", None, "Send a token as Authorization: Bearer <token>")]
         )
     token = credentials.credentials
-    if service.db.is_sqlite:
-        # A read of SQLite in WAL mode never waits for a writer and takes microseconds:
-        # a trip to a worker thread would cost more than the query.
-        caller = tokens.authenticate(service.db, token)
+    if service.reads_inline:
+        caller = service.authenticate(token)
     else:
-        caller = await run_in_threadpool(tokens.authenticate, service.db, token)
+        caller = await run_in_threadpool(service.authenticate, token)
     if caller is None:
         raise Unauthorized.of(
             [

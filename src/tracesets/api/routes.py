@@ -22,9 +22,8 @@ from tracesets.api.deps import (
 )
 from tracesets.api.listquery import refuse_unknown_query
 from tracesets.api.openapi import errors, json_body
-from tracesets.db.queries import ListFilter
 from tracesets.problems import InvalidRequest, NotFound, Problem
-from tracesets.records import Status
+from tracesets.records import ListFilter, Status
 from tracesets.wire import (
     FileList,
     PromotedTraceset,

@@ -19,6 +19,7 @@ from tracesets.records import (
     FileSummary,
     InspectionRecord,
     ListedTraceset,
+    ListFilter,
     Status,
     StoredFile,
     Traceset,
@@ -32,17 +33,6 @@ def _utc(value: datetime | None) -> datetime | None:
     if value is None or value.tzinfo is not None:
         return value
     return value.replace(tzinfo=UTC)
-
-
-@dataclass(frozen=True, slots=True)
-class ListFilter:
-    status: Status | None = None
-    rank_count: int | None = None
-    workload_family: str | None = None
-    workload_name: str | None = None
-    global_batch_size: int | None = None
-    inspected_ok: bool | None = None
-    ranks_consistent: bool | None = None
 
 
 # Built once: a statement object is reusable, and building it per call is most of

@@ -26,12 +26,12 @@ from sqlalchemy.exc import IntegrityError
 from tracesets import jsontext, promotion, workload
 from tracesets.db import queries
 from tracesets.db.engine import Database
-from tracesets.db.queries import ListFilter
 from tracesets.jsontext import JsonValue
 from tracesets.problems import Conflict, InvalidRequest, NotFound, Problem, Unprocessable
-from tracesets.records import ListedTraceset, StoredFile, Traceset
+from tracesets.records import ListedTraceset, ListFilter, StoredFile, Traceset
+from tracesets.service import tokens
 from tracesets.service.inspections import inspection_warnings
-from tracesets.storage.base import BlobStore, UploadIncomplete, UploadPlan
+from tracesets.storage.base import BlobStore, UploadIncomplete, UploadPlan, blob_key
 from tracesets.uploadrequest import (
     FileSpec,
     PartDigests,
@@ -86,10 +86,6 @@ class Page:
 
 def _now() -> datetime:
     return datetime.now(UTC)
-
-
-def blob_key(traceset_id: str, idx: int) -> str:
-    return f"{traceset_id}/{idx}"
 
 
 def encode_cursor(seq: int) -> str:
@@ -167,6 +163,15 @@ class TracesetService:
         self.on_inspection_queued: Callable[[], None] | None = None
 
     # -- create ---------------------------------------------------------------------
+
+    @property
+    def reads_inline(self) -> bool:
+        """Whether a read is cheaper run here than on a worker thread: a read of SQLite in
+        WAL mode never waits for a writer and takes microseconds, less than the trip."""
+        return self.db.is_sqlite
+
+    def authenticate(self, token: str) -> tokens.Caller | None:
+        return tokens.authenticate(self.db, token)
 
     def create_upload(
         self, workspace: str, body: bytes, base_url: str, idempotency_key: str | None = None

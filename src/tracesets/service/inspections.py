@@ -29,7 +29,7 @@ from tracesets.db.engine import Database
 from tracesets.inspection import FileFinding, Summary, inspect_file, summarize
 from tracesets.inspection.report import empty_json, result_json
 from tracesets.records import Traceset
-from tracesets.storage.base import BlobStore
+from tracesets.storage.base import BlobStore, blob_key
 
 log = logging.getLogger("tracesets.inspection")
 
@@ -79,7 +79,7 @@ class InspectionQueue:
         for f in traceset.files:
             if f.role == "primary":
                 assert f.sha256 is not None  # complete recorded every file's digest
-                source = self.store.open_source(f"{traceset.id}/{f.idx}", sha256=f.sha256)
+                source = self.store.open_source(blob_key(traceset.id, f.idx), sha256=f.sha256)
                 findings.extend(inspect_file(f.name, source))
                 traces.extend(analyze_file(f.name, source))
                 if seq is not None:

@@ -24,12 +24,9 @@ from tracesets.db import queries
 from tracesets.db.engine import Database
 from tracesets.problems import Conflict, Forbidden, NotFound, Problem
 from tracesets.records import StoredFile
+from tracesets.storage.base import blob_key
 from tracesets.storage.local import LocalBlobStore
 from tracesets.storage.signing import Method, URLSigner
-
-
-def _key(traceset_id: str, idx: int) -> str:
-    return f"{traceset_id}/{idx}"
 
 
 def _gone(key: str) -> NotFound:
@@ -58,7 +55,7 @@ class LocalTransfers:
     def _signed_file(
         self, method: Method, traceset_id: str, idx: int, expires: str | None, signature: str | None
     ) -> queries.OneFile:
-        key = _key(traceset_id, idx)
+        key = blob_key(traceset_id, idx)
         why = self.signer.verify(method, key, expires, signature)
         if why is not None:
             raise Forbidden.of([Problem("signature", signature, why)])
@@ -80,7 +77,7 @@ class LocalTransfers:
         found = await asyncio.to_thread(
             self._signed_file, "PUT", traceset_id, idx, expires, signature
         )
-        key, file = _key(traceset_id, idx), found.file
+        key, file = blob_key(traceset_id, idx), found.file
         if found.status != "pending":
             # Complete: the same bytes again are harmless (checked, then dropped), others refused.
             received = await self.store.receive(None, chunks, size=file.size, sha256=None)
@@ -112,7 +109,7 @@ class LocalTransfers:
     ) -> tuple[StoredFile, Path]:
         """The file a signed download URL names and where its bytes are."""
         file = self._signed_file("GET", traceset_id, idx, expires, signature).file
-        key = _key(traceset_id, idx)
+        key = blob_key(traceset_id, idx)
         if file.sha256 is None:
             raise _gone(key)
         path = self.store.path(key, file.sha256)

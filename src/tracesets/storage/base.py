@@ -17,6 +17,11 @@ from tracesets.inspection.source import ByteSource
 from tracesets.uploadrequest import PartDigests
 
 
+def blob_key(traceset_id: str, idx: int) -> str:
+    """Where file ``idx`` of a traceset is stored: the one place the key's shape is decided."""
+    return f"{traceset_id}/{idx}"
+
+
 @dataclass(frozen=True, slots=True)
 class PartTarget:
     """One part of a multipart upload: PUT exactly ``size`` bytes to ``url`` with ``headers``."""

@@ -43,8 +43,6 @@ from tracesets.storage.base import UploadIncomplete, UploadPlan
 from tracesets.storage.signing import Method, URLSigner
 from tracesets.uploadrequest import PartDigests
 
-BLOB_ROUTE: Final = "/api/v1/blobs"
-
 # Two blocks are held at a time; larger ones cost RSS and gained nothing measurable.
 _BLOCK: Final = 2 * 1024 * 1024
 _IOV_MAX: Final = max(16, os.sysconf("SC_IOV_MAX"))  # buffers one writev takes (1024 on Linux)
@@ -165,9 +163,17 @@ class LocalBlobStore:
     """The ``BlobStore`` of a folder; its upload and download URLs point at the service."""
 
     def __init__(
-        self, root: Path, signer: URLSigner, *, upload_ttl: int = 6 * 3600, download_ttl: int = 900
+        self,
+        root: Path,
+        signer: URLSigner,
+        *,
+        url_path: str = "/blobs",
+        upload_ttl: int = 6 * 3600,
+        download_ttl: int = 900,
     ) -> None:
+        # The service mounts the signed-URL route; the store only prefixes its keys with it.
         self.root = root
+        self.url_path = url_path
         self.signer = signer
         self.upload_ttl = upload_ttl
         self.download_ttl = download_ttl
@@ -212,7 +218,7 @@ class LocalBlobStore:
 
     def _signed_url(self, method: Method, key: str, ttl: int, base_url: str) -> tuple[str, int]:
         query, expires = self.signer.query(method, key, ttl)
-        return f"{base_url}{BLOB_ROUTE}/{key}?{query}", expires
+        return f"{base_url}{self.url_path}/{key}?{query}", expires
 
     def plan_upload(
         self,
