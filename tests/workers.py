@@ -51,7 +51,8 @@ class Worker:
     def owner(self) -> str:
         """The name it claims files by, from its first log line."""
         [started] = wait_for(lambda: self.lines(" inspecting ("), what=f"{self.log} to start")
-        return started.split("worker ", 1)[1].split(" inspecting", 1)[0]
+        owner: str = started.split("worker ", 1)[1].split(" inspecting", 1)[0]
+        return owner
 
     def stop(self, sig: int = signal.SIGTERM) -> int:
         if self.proc.poll() is None:
