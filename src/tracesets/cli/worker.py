@@ -43,7 +43,11 @@ def _hold(env: Mapping[str, str], stopping: threading.Event) -> Callable[[str], 
 
 
 def worker(data_dir: DataDir = None) -> None:
-    """Inspect queued tracesets' files until stopped (SIGTERM or Ctrl-C); no HTTP."""
+    """Inspect queued tracesets' files until stopped (SIGTERM or Ctrl-C); no HTTP.
+
+    Reads serve's settings (DATABASE_URL, TRACESETS_STORAGE_URL, the data folder): run
+    one per core, on any machine that shares the database and the store.
+    """
     from tracesets.service.inspections import InspectionQueue
     from tracesets.service.stores import open_store
 
