@@ -99,13 +99,21 @@ def test_three_workers_inspect_every_file_once_and_check_the_ranks_once(
         stop_all(workers)
 
 
-def test_a_worker_killed_mid_file_loses_it_to_another_after_the_lease(
+def holding(service: ServerProcess, traceset_id: str, holder: Worker) -> set[str]:
+    """The files the holder claimed with the one it holds: running, on their first try."""
+    rows = file_rows(service, traceset_id)
+    held = {name for name, (_, _, owner) in rows.items() if owner == holder.owner}
+    assert all(rows[name] == ("running", 1, holder.owner) for name in held), rows
+    return held
+
+
+def test_a_worker_killed_mid_file_loses_its_files_to_others_after_the_lease(
     short_lease_service: ServerProcess, tmp_path: Path
 ) -> None:
     service = short_lease_service
-    run = Run(tp=4, dp=6, steps=2, kernels_per_step=4)
+    run = Run(tp=4, dp=10, steps=2, kernels_per_step=4)
     files = run_files(run)
-    held, mark = "rank-0.json", tmp_path / "held"
+    mark = tmp_path / "held"
     workers: list[Worker] = []
     try:
         with client(service) as api:
@@ -113,56 +121,64 @@ def test_a_worker_killed_mid_file_loses_it_to_another_after_the_lease(
             holder = Worker(
                 service,
                 "holder",
-                TRACESETS_TEST_HOLD_FILE=held,
+                TRACESETS_TEST_HOLD_FILE="rank-0.json",
                 TRACESETS_TEST_HOLD_MARK=str(mark),
             )
             workers.append(holder)
             wait_for(mark.exists, what="the holder to claim rank-0.json")
+            held = holding(service, traceset_id, holder)
+            assert "rank-0.json" in held and len(held) < len(files)
             others = [Worker(service, "b"), Worker(service, "c")]
             workers += others
 
-            # The others read every other file while the holder keeps its claim alive:
+            # The others read every other file while the holder keeps its claims alive:
             # the traceset's files are shared, not the traceset.
             def others_done() -> bool:
                 rows = file_rows(service, traceset_id)
-                return sum(s == "done" for s, _, _ in rows.values()) == len(files) - 1
+                return sum(s == "done" for s, _, _ in rows.values()) == len(files) - len(held)
 
             wait_for(others_done, what="the other workers to read the other files")
-            status, attempts, owner = file_rows(service, traceset_id)[held]
-            assert (status, attempts, owner) == ("running", 1, holder.owner)
+            assert holding(service, traceset_id, holder) == held
             assert inspection_state(service, traceset_id) == ("running", None)
 
             assert holder.stop(signal.SIGKILL) == -signal.SIGKILL
             inspection = inspected(api, traceset_id)["inspection"]
         assert inspection["status"] == "done" and inspection["perRankCount"] == run.world
-        status, attempts, owner = file_rows(service, traceset_id)[held]
-        assert status == "done" and attempts == 2
-        assert owner in {worker.owner for worker in others}
+        rows = file_rows(service, traceset_id)
+        survivors = {worker.owner for worker in others}
+        for name in held:
+            status, attempts, owner = rows[name]
+            assert status == "done" and attempts == 2 and owner in survivors, (name, rows[name])
         assert recorded(workers) == sorted(files) and not holder.lines(" inspected by ")
         assert len(checks_run(others)) == 1 and not checks_run([holder])
     finally:
         stop_all(workers)
 
 
-def test_a_worker_told_to_stop_gives_its_file_back_at_once(
+def test_a_worker_told_to_stop_gives_its_files_back_at_once(
     service: ServerProcess, tmp_path: Path
 ) -> None:
     run = Run(tp=2, dp=2, steps=2, kernels_per_step=4)
     files = run_files(run)
-    held, mark = "rank-0.json", tmp_path / "held"
+    mark = tmp_path / "held"
     workers: list[Worker] = []
     try:
         with client(service) as api:
             traceset_id = upload_ready(api, files, {"shape": {"rankCount": run.world}})
             holder = Worker(
-                service, "holder", TRACESETS_TEST_HOLD_FILE=held, TRACESETS_TEST_HOLD_MARK=str(mark)
+                service,
+                "holder",
+                TRACESETS_TEST_HOLD_FILE="rank-0.json",
+                TRACESETS_TEST_HOLD_MARK=str(mark),
             )
             workers.append(holder)
             wait_for(mark.exists, what="the holder to claim rank-0.json")
+            held = holding(service, traceset_id, holder)
             assert holder.stop(signal.SIGTERM) == 0, holder.log.read_text()
             # Given back, not left to lapse; the interrupted try is not a failed attempt.
-            assert file_rows(service, traceset_id)[held] == ("pending", 0, None)
-            assert holder.lines("given back") and holder.lines("stopped")
+            rows = file_rows(service, traceset_id)
+            assert all(rows[name] == ("pending", 0, None) for name in held), rows
+            assert len(holder.lines("given back")) == len(held) and holder.lines("stopped")
             workers.append(Worker(service, "next"))
             inspection = inspected(api, traceset_id)["inspection"]
         assert inspection["status"] == "done" and inspection["perRankCount"] == run.world

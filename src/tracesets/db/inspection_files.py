@@ -9,10 +9,11 @@ exactly one of them finds nothing left and runs the checks across ranks.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Connection, delete, func, insert, literal, select, update
+from sqlalchemy import Connection, bindparam, delete, func, insert, literal, select, update
 
 from tracesets.db.tables import files, inspection_files, inspections, tracesets
 
@@ -26,43 +27,74 @@ class Claim:
     seq: int
     idx: int
     attempts: int
-
-
-@dataclass(frozen=True, slots=True)
-class ClaimedFile:
     traceset_id: str
     name: str
+    size: int
     sha256: str | None
 
 
-def claim_file(
-    conn: Connection, *, owner: str, now: datetime, lease_until: datetime
-) -> Claim | None:
-    """Take one file to inspect: a pending one, or one whose lease ran out (its process
-    died). The oldest traceset's files come first, so every process works on it."""
-    candidate = (
-        select(inspection_files.c.traceset_seq, inspection_files.c.idx, inspection_files.c.attempts)
+def claim_files(
+    conn: Connection,
+    *,
+    owner: str,
+    now: datetime,
+    lease_until: datetime,
+    max_files: int,
+    max_bytes: int,
+) -> list[Claim]:
+    """Take files to inspect: pending ones, or ones whose lease ran out (their process
+    died). The oldest traceset's files come first, so every process works on it; up to
+    ``max_files`` of them while they add up to ``max_bytes`` (always at least one), so
+    that small files do not each cost a transaction and a large one is claimed alone."""
+    candidates = (
+        select(
+            inspection_files.c.traceset_seq,
+            inspection_files.c.idx,
+            inspection_files.c.attempts,
+            tracesets.c.id,
+            files.c.name,
+            files.c.size,
+            files.c.sha256,
+        )
+        .join(
+            files,
+            (files.c.traceset_seq == inspection_files.c.traceset_seq)
+            & (files.c.idx == inspection_files.c.idx),
+        )
+        .join(tracesets, tracesets.c.seq == inspection_files.c.traceset_seq)
         .where(
             (inspection_files.c.status == "pending")
             | ((inspection_files.c.status == "running") & (inspection_files.c.lease_until < now))
         )
         .order_by(inspection_files.c.traceset_seq, inspection_files.c.idx)
-        .limit(1)
+        .limit(max_files)
     )
     if conn.dialect.name != "sqlite":
-        candidate = candidate.with_for_update(skip_locked=True)
-    row = conn.execute(candidate).one_or_none()
-    if row is None:
-        return None
-    conn.execute(
-        update(inspection_files)
-        .where(
-            inspection_files.c.traceset_seq == row.traceset_seq,
-            inspection_files.c.idx == row.idx,
+        candidates = candidates.with_for_update(skip_locked=True, of=inspection_files)
+    taken: list[Claim] = []
+    total = 0
+    for row in conn.execute(candidates):
+        total += row.size
+        if taken and total > max_bytes:
+            break
+        taken.append(
+            Claim(
+                row.traceset_seq, row.idx, row.attempts + 1, row.id, row.name, row.size, row.sha256
+            )
         )
-        .values(status="running", owner=owner, lease_until=lease_until, attempts=row.attempts + 1)
-    )
-    return Claim(row.traceset_seq, row.idx, row.attempts + 1)
+    if taken:
+        conn.execute(
+            update(inspection_files)
+            .where(
+                inspection_files.c.traceset_seq == bindparam("seq"),
+                inspection_files.c.idx == bindparam("file"),
+            )
+            .values(
+                status="running", owner=owner, lease_until=lease_until, attempts=bindparam("n")
+            ),
+            [{"seq": c.seq, "file": c.idx, "n": c.attempts} for c in taken],
+        )
+    return taken
 
 
 def take_up_inspection(conn: Connection, *, now: datetime) -> int | None:
@@ -94,16 +126,6 @@ def take_up_inspection(conn: Connection, *, now: datetime) -> int | None:
     return seq
 
 
-def claimed_file(conn: Connection, claim: Claim) -> ClaimedFile | None:
-    """The claimed file's traceset id, name and digest (one row, however many files)."""
-    row = conn.execute(
-        select(tracesets.c.id, files.c.name, files.c.sha256)
-        .join(files, files.c.traceset_seq == tracesets.c.seq)
-        .where(files.c.traceset_seq == claim.seq, files.c.idx == claim.idx)
-    ).one_or_none()
-    return None if row is None else ClaimedFile(row.id, row.name, row.sha256)
-
-
 def traceset_of(conn: Connection, seq: int) -> tuple[int | None, str | None] | None:
     """The declared rank count and workload metadata the checks need; None once deleted."""
     row = conn.execute(
@@ -112,19 +134,19 @@ def traceset_of(conn: Connection, seq: int) -> tuple[int | None, str | None] | N
     return None if row is None else (row.rank_count, row.workload_metadata)
 
 
-def renew(conn: Connection, *, claim: Claim, owner: str, lease_until: datetime) -> bool:
-    """Push the lease of a file this process still holds; False if it no longer does."""
-    done = conn.execute(
+def renew(conn: Connection, *, held: Sequence[Claim], owner: str, lease_until: datetime) -> None:
+    """Push the leases of files this process still holds (not those taken over)."""
+    conn.execute(
         update(inspection_files)
         .where(
-            inspection_files.c.traceset_seq == claim.seq,
-            inspection_files.c.idx == claim.idx,
+            inspection_files.c.traceset_seq == bindparam("seq"),
+            inspection_files.c.idx == bindparam("file"),
             inspection_files.c.owner == owner,
             inspection_files.c.status == "running",
         )
-        .values(lease_until=lease_until)
+        .values(lease_until=lease_until),
+        [{"seq": c.seq, "file": c.idx} for c in held],
     )
-    return done.rowcount == 1
 
 
 def release(conn: Connection, *, claim: Claim, owner: str, count_attempt: bool) -> None:

@@ -3,16 +3,17 @@
 ``complete`` queues an inspection in the same transaction that makes the traceset
 ready. Any process running an ``InspectionQueue`` (a service process, or ``tracesets
 worker`` on any machine that shares the database and the store) takes it up: the
-inspection gets a row per primary file, and each file is claimed on its own, so every
-process works on one traceset's files at once. A file is read through the store
-(ranged reads; streamed, never held): each trace's claim from its head or tail, then
-its per-rank figures from one pass over its events (``tracesets.analysis``), kept in
-the file's row. Whoever records the last file joins them and runs the checks across
-ranks, in the same transaction, so they run exactly once.
+inspection gets a row per primary file, and each file is claimed on its own (a few small
+ones in one transaction), so every process works on one traceset's files at once. A
+file is read through the store (ranged reads; streamed, never held): each trace's claim
+from its head or tail, then its per-rank figures from one pass over its events
+(``tracesets.analysis``), kept in the file's row. Whoever records the last file joins
+them and runs the checks across ranks, in the same transaction, so they run exactly
+once.
 
 A claim is a lease, pushed forward by a heartbeat while the file is read. A process
 that dies mid-file leaves a lease that runs out, and another process takes the file
-over; a process told to stop gives its file back at once. A file that fails three
+over; a process told to stop gives its files back at once. A file that fails three
 times (the store failed, not the traces: bad bytes are findings) is recorded as
 failed, and the inspection fails with the reason once its other files are done.
 """
@@ -51,6 +52,11 @@ log = logging.getLogger("tracesets.inspection")
 
 DEFAULT_LEASE: Final = timedelta(seconds=60)
 MAX_ATTEMPTS: Final = 3
+#: A process claims up to this many files at once, while they add up to at most
+#: MAX_BATCH_BYTES (a larger file is claimed alone): a small file's claim and record,
+#: two transactions, otherwise cost more than reading it.
+MAX_BATCH_FILES: Final = 16
+MAX_BATCH_BYTES: Final = 64 * 1024 * 1024
 IDLE_SECONDS: Final = 2.0
 
 
@@ -164,7 +170,7 @@ class InspectionQueue:
         self.before_file = before_file
         self.wake = asyncio.Event()
         self.stopping = threading.Event()
-        self._held: Claim | None = None
+        self._held: list[Claim] = []
         self._heartbeat: threading.Thread | None = None
 
     def stop(self) -> None:
@@ -172,82 +178,121 @@ class InspectionQueue:
         self.stopping.set()
 
     def run_one(self) -> bool:
-        """Claim and inspect one file; False when there was nothing to do."""
+        """Claim a few files and inspect them; False when there was nothing to do."""
         self._start_heartbeat()
         now = _utcnow()
-        lease_until = now + self.lease
         with self.db.write() as conn:
-            claim = claims.claim_file(conn, owner=self.owner, now=now, lease_until=lease_until)
-            if claim is None:
+            batch = self._claim(conn, now)
+            if not batch:
                 seq = claims.take_up_inspection(conn, now=now)
                 if seq is None:
                     return False
-                claim = claims.claim_file(conn, owner=self.owner, now=now, lease_until=lease_until)
-                if claim is None and self._join(conn, seq):  # no primary file at all
+                batch = self._claim(conn, now)
+                if not batch and self._join(conn, seq):  # no primary file at all
                     log.info("inspection %d: checks across ranks run by %s", seq, self.owner)
-        if claim is not None:
-            self._inspect(claim)
+        if batch:
+            self._inspect(batch)
         return True
 
-    def _inspect(self, claim: Claim) -> None:
-        with self.db.read() as conn:
-            target = claims.claimed_file(conn, claim)
-        if target is None:
-            return  # deleted meanwhile; its rows went with it
-        self._held = claim
-        try:
-            if self.before_file is not None:
-                self.before_file(target.name)
-            assert target.sha256 is not None  # complete recorded every file's digest
-            source = _Stoppable(
-                self.store.open_source(f"{target.traceset_id}/{claim.idx}", sha256=target.sha256),
-                self.stopping,
-            )
-            findings = inspect_file(target.name, source)
-            traces = analyze_file(target.name, source)
-        except Exception as exc:  # the store failed, not the traces: those become findings
-            self._held = None
-            self._failed(claim, target.name, exc)
-            return
-        self._held = None
-        counted = self._record(claim, "done", stored_analysis.dumps(findings, traces))
-        log.info(
-            "file %s of traceset %s %s by %s (attempt %d)",
-            target.name,
-            target.traceset_id,
-            "inspected" if counted else "inspected, but another process recorded it first,",
-            self.owner,
-            claim.attempts,
+    def _claim(self, conn: Connection, now: datetime) -> list[Claim]:
+        return claims.claim_files(
+            conn,
+            owner=self.owner,
+            now=now,
+            lease_until=now + self.lease,
+            max_files=MAX_BATCH_FILES,
+            max_bytes=MAX_BATCH_BYTES,
         )
 
-    def _failed(self, claim: Claim, name: str, exc: Exception) -> None:
-        if self.stopping.is_set():
-            with self.db.write() as conn:
-                claims.release(conn, claim=claim, owner=self.owner, count_attempt=False)
-            log.info("file %s given back: %s is stopping", name, self.owner)
-            return
-        log.exception("inspecting file %s failed (attempt %d)", name, claim.attempts)
-        if claim.attempts >= MAX_ATTEMPTS:
-            self._record(claim, "failed", str(exc))
-            return
-        with self.db.write() as conn:
-            claims.release(conn, claim=claim, owner=self.owner, count_attempt=True)
+    def _inspect(self, batch: list[Claim]) -> None:
+        """Inspect the claimed files one after the other, record them together; when told
+        to stop, record what is done and give the rest back."""
+        self._held = list(batch)
+        try:
+            outcomes: list[tuple[Claim, str, str]] = []
+            for claim in batch:
+                if self.stopping.is_set():
+                    break
+                outcome = self._inspect_one(claim)
+                if outcome is not None:
+                    outcomes.append((claim, *outcome))
+            if outcomes:
+                self._record(outcomes)
+            if self.stopping.is_set():
+                self._give_back([c for c in batch if c not in {o[0] for o in outcomes}])
+        finally:
+            self._held = []
 
-    def _record(self, claim: Claim, status: str, result: str) -> bool:
-        """Record one file; if it was the last, join them all and run the checks, in the
-        same transaction: of two processes recording the last two files, the inspection's
-        row lock lets exactly one see that nothing is left."""
+    def _inspect_one(self, claim: Claim) -> tuple[str, str] | None:
+        """("done", its findings and figures) or ("failed", why) to record; None when the
+        file goes back to the queue."""
+        try:
+            if self.before_file is not None:
+                self.before_file(claim.name)
+            assert claim.sha256 is not None  # complete recorded every file's digest
+            source = _Stoppable(
+                self.store.open_source(f"{claim.traceset_id}/{claim.idx}", sha256=claim.sha256),
+                self.stopping,
+            )
+            findings = inspect_file(claim.name, source)
+            traces = analyze_file(claim.name, source)
+        except Exception as exc:  # the store failed, not the traces: those become findings
+            if self.stopping.is_set():
+                return None  # given back with the rest of the batch
+            log.exception("inspecting file %s failed (attempt %d)", claim.name, claim.attempts)
+            if claim.attempts >= MAX_ATTEMPTS:
+                return "failed", str(exc)
+            with self.db.write() as conn:
+                claims.release(conn, claim=claim, owner=self.owner, count_attempt=True)
+            return None
+        return "done", stored_analysis.dumps(findings, traces)
+
+    def _give_back(self, left: list[Claim]) -> None:
+        """Files not inspected because this process is stopping: not a failed attempt."""
         with self.db.write() as conn:
-            if claims.lock_inspection(conn, claim.seq) != "running":
-                return False  # deleted, or finished already
-            if not claims.record_file(
-                conn, claim=claim, owner=self.owner, status=status, result=result, now=_utcnow()
-            ):
-                return False  # another process took the file over and recorded it first
-            joined = claims.unfinished(conn, claim.seq) == 0 and self._join(conn, claim.seq)
-        if joined:
-            log.info("inspection %d: checks across ranks run by %s", claim.seq, self.owner)
-        return True
+            for claim in left:
+                claims.release(conn, claim=claim, owner=self.owner, count_attempt=False)
+        for claim in left:
+            log.info("file %s given back: %s is stopping", claim.name, self.owner)
+
+    def _record(self, outcomes: list[tuple[Claim, str, str]]) -> None:
+        """Record files; for each traceset whose last file this was, join its files and
+        run the checks, in the same transaction: of two processes recording the last two
+        files, the inspection's row lock lets exactly one see that nothing is left.
+        Inspections are locked in seq order, so two recorders never wait on each other."""
+        counted: set[Claim] = set()
+        joined: list[int] = []
+        with self.db.write() as conn:
+            for seq in sorted({claim.seq for claim, _, _ in outcomes}):
+                if claims.lock_inspection(conn, seq) != "running":
+                    continue  # deleted, or finished already
+                recorded = False
+                for claim, status, result in outcomes:
+                    if claim.seq == seq and claims.record_file(
+                        conn,
+                        claim=claim,
+                        owner=self.owner,
+                        status=status,
+                        result=result,
+                        now=_utcnow(),
+                    ):
+                        counted.add(claim)
+                        recorded = True
+                if recorded and claims.unfinished(conn, seq) == 0 and self._join(conn, seq):
+                    joined.append(seq)
+        for claim, status, _ in outcomes:
+            log.info(
+                "file %s of traceset %s %s by %s (attempt %d)",
+                claim.name,
+                claim.traceset_id,
+                ("inspected" if status == "done" else "failed")
+                if claim in counted
+                else "inspected, but another process recorded it first,",
+                self.owner,
+                claim.attempts,
+            )
+        for seq in joined:
+            log.info("inspection %d: checks across ranks run by %s", seq, self.owner)
 
     def _join(self, conn: Connection, seq: int) -> bool:
         try:
@@ -279,15 +324,15 @@ class InspectionQueue:
             self._heartbeat.start()
 
     def _beat(self) -> None:
-        """Push the held file's lease forward, three times a lease, until stopped."""
+        """Push the held files' leases forward, three times a lease, until stopped."""
         while not self.stopping.wait(self.lease.total_seconds() / 3):
             held = self._held
-            if held is None:
+            if not held:
                 continue
             try:
                 with self.db.write() as conn:
                     until = _utcnow() + self.lease
-                    claims.renew(conn, claim=held, owner=self.owner, lease_until=until)
+                    claims.renew(conn, held=held, owner=self.owner, lease_until=until)
             except Exception:  # the database is unreachable: the lease may lapse, then retried
                 log.exception("renewing the claim on a file failed")
 
