@@ -28,7 +28,12 @@ def _loaded_after(statement: str, candidates: tuple[str, ...]) -> list[str]:
         ("import tracesets", ("httpx", "pydantic", "fastapi", "starlette")),
         *(
             (f"import tracesets.service.{module}", ("fastapi", "starlette", "uvicorn", "httpx"))
-            for module in ("catalog", "inspections", "tokens", "transfers")
+            for module in ("catalog", "inspections", "stores", "tokens", "transfers")
+        ),
+        # tracesets worker: the queue and the store, never the web stack.
+        (
+            "import tracesets.cli.worker, tracesets.service.inspections, tracesets.service.stores",
+            ("fastapi", "starlette", "uvicorn"),
         ),
     ],
 )

@@ -20,3 +20,24 @@ def test_a_rate_limit_must_be_a_number_above_zero(tmp_path: Path, raw: str) -> N
     with pytest.raises(SettingsError) as refused:
         Settings.from_env({"TRACESETS_RATE_LIMIT": raw}, data_dir=tmp_path)
     assert str(refused.value) == f"TRACESETS_RATE_LIMIT must be a number above 0; got {raw!r}"
+
+
+def test_service_processes_inspect_unless_told_not_to(tmp_path: Path) -> None:
+    assert Settings.from_env({}, data_dir=tmp_path).inspect_in_service is True
+    for raw, expected in (("0", False), ("false", False), ("1", True), ("yes", True)):
+        env = {"TRACESETS_INSPECT_IN_SERVICE": raw}
+        assert Settings.from_env(env, data_dir=tmp_path).inspect_in_service is expected
+    with pytest.raises(SettingsError) as refused:
+        Settings.from_env({"TRACESETS_INSPECT_IN_SERVICE": "maybe"}, data_dir=tmp_path)
+    assert str(refused.value) == (
+        "TRACESETS_INSPECT_IN_SERVICE must be 1 or 0 (true or false); got 'maybe'"
+    )
+
+
+def test_an_inspection_lease_is_whole_seconds_from_1(tmp_path: Path) -> None:
+    assert Settings.from_env({}, data_dir=tmp_path).inspection_lease == 60
+    env = {"TRACESETS_INSPECTION_LEASE": "5"}
+    assert Settings.from_env(env, data_dir=tmp_path).inspection_lease == 5
+    with pytest.raises(SettingsError) as refused:
+        Settings.from_env({"TRACESETS_INSPECTION_LEASE": "0"}, data_dir=tmp_path)
+    assert "TRACESETS_INSPECTION_LEASE must be a whole number of at least 1" in str(refused.value)

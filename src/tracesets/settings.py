@@ -22,6 +22,8 @@
 | ``TRACESETS_BODY_IDLE_TIMEOUT`` | ``60`` | seconds a request body may stop moving (408 beyond); also the age of a dead upload's temporary file before it is swept |
 | ``TRACESETS_MAX_CONCURRENT_UPLOADS`` | ``128`` | file uploads (signed PUTs) one process receives at once (503 beyond) |
 | ``TRACESETS_MAX_CONNECTIONS`` | from the open-file limit | requests one process serves at once (503 beyond); more idle connections are closed |
+| ``TRACESETS_INSPECT_IN_SERVICE`` | ``1`` | ``0``: service processes leave inspection to ``tracesets worker`` processes |
+| ``TRACESETS_INSPECTION_LEASE`` | ``60`` | seconds a dead process's claim on a file it was inspecting holds before another takes it over |
 """
 
 from __future__ import annotations
@@ -69,6 +71,15 @@ def _positive_number(env: Mapping[str, str], name: str, default: float) -> float
     return value
 
 
+def _switch(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = (env.get(name) or "").strip().lower()
+    if raw == "":
+        return default
+    if raw not in ("0", "1", "false", "true", "no", "yes"):
+        raise SettingsError(f"{name} must be 1 or 0 (true or false); got {raw!r}")
+    return raw in ("1", "true", "yes")
+
+
 def _bounded(env: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
     value = _positive_int(env, name, default)
     if not low <= value <= high:
@@ -98,6 +109,8 @@ class Settings:
     body_idle_timeout: int = 60
     max_concurrent_uploads: int = 128
     max_connections: int | None = None  # None: what the open-file limit allows
+    inspect_in_service: bool = True
+    inspection_lease: int = 60
 
     @classmethod
     def from_env(
@@ -145,6 +158,8 @@ class Settings:
             body_idle_timeout=_bounded(env, "TRACESETS_BODY_IDLE_TIMEOUT", 60, 1, 3600),
             max_concurrent_uploads=_positive_int(env, "TRACESETS_MAX_CONCURRENT_UPLOADS", 128),
             max_connections=_positive_int(env, "TRACESETS_MAX_CONNECTIONS", 0) or None,
+            inspect_in_service=_switch(env, "TRACESETS_INSPECT_IN_SERVICE", True),
+            inspection_lease=_bounded(env, "TRACESETS_INSPECTION_LEASE", 60, 1, 86_400),
         )
 
     def signing_secret(self) -> bytes:

@@ -173,6 +173,7 @@ def test_show_of_a_traceset_without_traces_says_there_is_no_inspection(
         ["delete"],
         ["inspect"],
         ["serve"],
+        ["worker"],
         ["token"],
         ["token", "create"],
         ["token", "list"],

@@ -41,10 +41,10 @@ from tracesets.ratelimit import RateLimiter
 from tracesets.service import tokens
 from tracesets.service.catalog import Limits, TracesetService
 from tracesets.service.inspections import InspectionQueue
+from tracesets.service.stores import open_store
 from tracesets.service.transfers import LocalTransfers
 from tracesets.settings import DEFAULT_WORKSPACE, Settings
 from tracesets.storage.local import LocalBlobStore
-from tracesets.storage.signing import URLSigner
 from tracesets.version import __version__
 from tracesets.wire import Health
 
@@ -62,26 +62,10 @@ def build_service(settings: Settings) -> tuple[TracesetService, LocalTransfers |
     if settings.bootstrap_token is not None:
         tokens.ensure(db, settings.bootstrap_token, workspace=DEFAULT_WORKSPACE, name="bootstrap")
     limits = Limits(max_files=settings.max_files, max_metadata_bytes=settings.max_metadata_bytes)
-    if settings.storage_url is not None:
-        from tracesets.storage.s3 import S3BlobStore  # boto3 costs ~10 MB: only when used
-
-        s3 = S3BlobStore(
-            settings.storage_url,
-            upload_ttl=settings.upload_url_ttl,
-            download_ttl=settings.download_url_ttl,
-            multipart_threshold=settings.multipart_threshold,
-            part_size=settings.part_size,
-        )
-        s3.check()
-        return TracesetService(db, s3, limits), None
-    local = LocalBlobStore(
-        settings.data_dir,
-        URLSigner(settings.signing_secret()),
-        url_path=blobs.BLOB_ROUTE,
-        upload_ttl=settings.upload_url_ttl,
-        download_ttl=settings.download_url_ttl,
-    )
-    return TracesetService(db, local, limits), LocalTransfers(db, local, local.signer)
+    store = open_store(settings, url_path=blobs.BLOB_ROUTE)
+    if not isinstance(store, LocalBlobStore):
+        return TracesetService(db, store, limits), None
+    return TracesetService(db, store, limits), LocalTransfers(db, store, store.signer)
 
 
 async def _sweep_forever(service: TracesetService, pending_ttl: int) -> None:
@@ -212,17 +196,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         service, transfers = await run_in_threadpool(build_service, settings)
         app.state.service, app.state.transfers = service, transfers
-        inspections = InspectionQueue(service.db, service.store)
-        loop = asyncio.get_running_loop()
+        background = [asyncio.create_task(_sweep_forever(service, settings.pending_ttl))]
+        inspections: InspectionQueue | None = None
+        if settings.inspect_in_service:
+            queue = inspections = InspectionQueue(
+                service.db, service.store, lease=timedelta(seconds=settings.inspection_lease)
+            )
+            loop = asyncio.get_running_loop()
 
-        def wake_inspections() -> None:  # called from worker threads
-            loop.call_soon_threadsafe(inspections.wake.set)
+            def wake_inspections() -> None:  # called from worker threads
+                loop.call_soon_threadsafe(queue.wake.set)
 
-        service.on_inspection_queued = wake_inspections
-        background = [
-            asyncio.create_task(_sweep_forever(service, settings.pending_ttl)),
-            asyncio.create_task(inspections.run_forever()),
-        ]
+            service.on_inspection_queued = wake_inspections
+            background.append(asyncio.create_task(inspections.run_forever()))
         if transfers is not None:
             background.append(
                 asyncio.create_task(
@@ -232,6 +218,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         try:
             yield
         finally:
+            if inspections is not None:
+                inspections.stop()  # the file being read is given back, not left to lapse
             for task in background:
                 task.cancel()
             service.db.dispose()

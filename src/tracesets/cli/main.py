@@ -11,7 +11,7 @@ import sys
 
 import typer
 
-from tracesets.cli import add, commands, inspect, server, upload
+from tracesets.cli import add, commands, inspect, server, upload, worker
 from tracesets.cli.output import REFUSED, error_lines, warn
 from tracesets.client import ClientError
 
@@ -38,6 +38,7 @@ app.command("download", short_help="Download a traceset's files.")(commands.down
 app.command("delete", short_help="Delete tracesets and their files.")(commands.delete)
 app.command("inspect", short_help="Print what local traces say about their ranks.")(inspect.inspect)
 app.command("serve", short_help="Start the service.")(server.serve)
+app.command("worker", short_help="Inspect queued tracesets; no HTTP.")(worker.worker)
 app.add_typer(token_app, name="token")
 token_app.command("create", short_help="Print a new token for a workspace.")(server.token_create)
 token_app.command("revoke", short_help="Revoke a token.")(server.token_revoke)

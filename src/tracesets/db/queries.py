@@ -563,36 +563,6 @@ def queue_inspection(conn: Connection, *, seq: int) -> None:
     conn.execute(insert(inspections).values(traceset_seq=seq, status="pending", attempts=0))
 
 
-def claim_inspection(
-    conn: Connection, *, now: datetime, stale_before: datetime
-) -> tuple[int, int] | None:
-    """Take one inspection to run: a pending one, or one whose claim went stale.
-
-    Returns (traceset seq, attempts so far). PostgreSQL skips rows other processes
-    hold; SQLite's write transaction is already exclusive.
-    """
-    candidate = (
-        select(inspections.c.traceset_seq, inspections.c.attempts)
-        .where(
-            (inspections.c.status == "pending")
-            | ((inspections.c.status == "running") & (inspections.c.claimed_at < stale_before))
-        )
-        .order_by(inspections.c.traceset_seq)
-        .limit(1)
-    )
-    if conn.dialect.name != "sqlite":
-        candidate = candidate.with_for_update(skip_locked=True)
-    row = conn.execute(candidate).one_or_none()
-    if row is None:
-        return None
-    conn.execute(
-        update(inspections)
-        .where(inspections.c.traceset_seq == row.traceset_seq)
-        .values(status="running", claimed_at=now, attempts=row.attempts + 1)
-    )
-    return row.traceset_seq, row.attempts + 1
-
-
 def finish_inspection(
     conn: Connection,
     *,
@@ -632,26 +602,3 @@ def rank_figures(conn: Connection, *, seq: int, after: int, limit: int) -> list[
         .limit(limit)
     )
     return [(row.position, row.figures) for row in rows]
-
-
-def renew_inspection_claim(conn: Connection, *, seq: int, now: datetime) -> None:
-    """Keep a running inspection's claim fresh, so a long one is not taken over."""
-    conn.execute(
-        update(inspections)
-        .where(inspections.c.traceset_seq == seq, inspections.c.status == "running")
-        .values(claimed_at=now)
-    )
-
-
-def release_inspection(conn: Connection, *, seq: int) -> None:
-    """Put a claimed inspection back to pending (its run failed; it will be tried again)."""
-    conn.execute(
-        update(inspections).where(inspections.c.traceset_seq == seq).values(status="pending")
-    )
-
-
-def traceset_by_seq(conn: Connection, seq: int) -> Traceset | None:
-    row = conn.execute(select(tracesets).where(tracesets.c.seq == seq)).one_or_none()
-    if row is None:
-        return None
-    return _traceset(row, _files_by_seq(conn, [seq]).get(seq, []))

@@ -99,6 +99,7 @@ inspections = Table(
     Column("ok", Boolean, nullable=True),  # done and nothing disagrees
     Column("result", Text, nullable=True),  # JSON: the summary and every file's finding
     Column("consistent", Boolean, nullable=True),  # done and the checks across ranks pass
+    Column("checked_by", String(128), nullable=True),  # who ran the checks across ranks
 )
 
 #: Every trace's figures, for the paged per-rank route (the inspection shows the first).
@@ -113,4 +114,23 @@ inspection_ranks = Table(
     ),
     Column("position", Integer, primary_key=True),  # by rank; traces without a rank last
     Column("figures", Text, nullable=False),  # JSON: one per-rank object
+)
+
+#: An inspection's primary files, each claimed on its own (migration 0008).
+inspection_files = Table(
+    "inspection_files",
+    metadata,
+    Column(
+        "traceset_seq",
+        Seq,
+        ForeignKey("inspections.traceset_seq", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("idx", Integer, primary_key=True),
+    Column("status", String(16), nullable=False),  # pending, running, done, failed
+    Column("attempts", Integer, nullable=False),
+    Column("owner", String(128), nullable=True),  # the process holding the claim
+    Column("lease_until", DateTime(timezone=True), nullable=True),
+    Column("finished_at", DateTime(timezone=True), nullable=True),
+    Column("result", Text, nullable=True),  # done: findings and figures; failed: the reason
 )

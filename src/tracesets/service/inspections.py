@@ -1,13 +1,21 @@
-"""Inspecting completed tracesets in the background, in whichever process is free.
+"""Inspecting completed tracesets in the background, file by file, in whichever process is free.
 
 ``complete`` queues an inspection in the same transaction that makes the traceset
-ready; every service process runs an ``InspectionQueue`` that claims queued work from
-the database, reads the trace files through the store (ranged reads; a file is
-streamed, never held) and records what they say: each trace's claim from its head or
-tail, then its per-rank figures from one pass over its events (``tracesets.analysis``).
-The claim is renewed after each file, so a long traceset keeps it; a process that dies
-mid-inspection leaves a claim that goes stale, and another process takes it over; after
-three failed runs the inspection is recorded as failed with the reason.
+ready. Any process running an ``InspectionQueue`` (a service process, or ``tracesets
+worker`` on any machine that shares the database and the store) takes it up: the
+inspection gets a row per primary file, and each file is claimed on its own (a few small
+ones in one transaction), so every process works on one traceset's files at once. A
+file is read through the store (ranged reads; streamed, never held): each trace's claim
+from its head or tail, then its per-rank figures from one pass over its events
+(``tracesets.analysis``), kept in the file's row. Whoever records the last file joins
+them and runs the checks across ranks, in the same transaction, so they run exactly
+once.
+
+A claim is a lease, pushed forward by a heartbeat while the file is read. A process
+that dies mid-file leaves a lease that runs out, and another process takes the file
+over; a process told to stop gives its files back at once. A file that fails three
+times (the store failed, not the traces: bad bytes are findings) is recorded as
+failed, and the inspection fails with the reason once its other files are done.
 """
 
 from __future__ import annotations
@@ -15,26 +23,40 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
+import secrets
+import socket
+import threading
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
 import orjson
+from sqlalchemy import Connection
 
 from tracesets.analysis import TraceAnalysis, analyze_file
+from tracesets.analysis import stored as stored_analysis
 from tracesets.analysis.checks import declared_parallelism
-from tracesets.analysis.report import TracesetAnalysis, analyse_traceset
+from tracesets.analysis.report import analyse_traceset
+from tracesets.db import inspection_files as claims
 from tracesets.db import queries
 from tracesets.db.engine import Database
-from tracesets.inspection import FileFinding, Summary, inspect_file, summarize
+from tracesets.db.inspection_files import Claim
+from tracesets.inspection import ByteSource, FileFinding, SourceError, inspect_file, summarize
 from tracesets.inspection.report import empty_json, result_json
 from tracesets.records import Traceset
 from tracesets.storage.base import BlobStore, blob_key
 
 log = logging.getLogger("tracesets.inspection")
 
-STALE_AFTER: Final = timedelta(minutes=10)
+DEFAULT_LEASE: Final = timedelta(seconds=60)
 MAX_ATTEMPTS: Final = 3
+#: A process claims up to this many files at once, while they add up to at most
+#: MAX_BATCH_BYTES (a larger file is claimed alone): a small file's claim and record,
+#: two transactions, otherwise cost more than reading it.
+MAX_BATCH_FILES: Final = 16
+MAX_BATCH_BYTES: Final = 64 * 1024 * 1024
 IDLE_SECONDS: Final = 2.0
 
 
@@ -63,83 +85,271 @@ def inspection_warnings(traceset: Traceset) -> list[str]:
     return warnings
 
 
+def process_name() -> str:
+    """Who holds a claim: the machine, the process, and a nonce against reused pids."""
+    return f"{socket.gethostname()[:96]}:{os.getpid()}:{secrets.token_hex(3)}"
+
+
+class _Stoppable:
+    """A source that fails its next read once the process is told to stop, so a file
+    being read is given back at once, wherever the reading is."""
+
+    def __init__(self, source: ByteSource, stopping: threading.Event) -> None:
+        self._source = source
+        self._stopping = stopping
+
+    @property
+    def size(self) -> int:
+        return self._source.size
+
+    def read(self, offset: int, length: int) -> bytes:
+        if self._stopping.is_set():
+            raise SourceError("this process is stopping")
+        return self._source.read(offset, length)
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def join_results(
+    conn: Connection, seq: int
+) -> tuple[str, bytes, bool | None, bool | None, list[bytes]] | None:
+    """The inspection of every file's recorded result: (status, JSON, ok, consistent,
+    per-rank figures). None when the traceset is gone."""
+    traceset = claims.traceset_of(conn, seq)
+    if traceset is None:
+        return None
+    rank_count, metadata_text = traceset
+    findings: list[FileFinding] = []
+    traces: list[TraceAnalysis] = []
+    for name, status, result in claims.results(conn, seq):
+        if status == "failed":
+            return "failed", failure_json(f"{name}: {result}"), False, None, []
+        found, analysed = stored_analysis.loads(result)
+        findings.extend(found)
+        traces.extend(analysed)
+    summary = summarize(findings, declared_rank_count=rank_count)
+    metadata = orjson.loads(metadata_text) if metadata_text else None
+    analysis = analyse_traceset(
+        findings,
+        traces,
+        parallelism=declared_parallelism(metadata),
+        world_size=summary.world_size or rank_count,
+    )
+    summary = replace(summary, warnings=[*summary.warnings, *analysis.checks.warnings])
+    return (
+        "done",
+        result_json(summary, findings, analysis.inline()),
+        not summary.warnings,
+        not analysis.checks.warnings,
+        [orjson.dumps(figures) for figures in analysis.ranks],
+    )
+
+
 class InspectionQueue:
-    def __init__(self, db: Database, store: BlobStore) -> None:
+    """Claims files of queued inspections and records what they say.
+
+    ``before_file`` is called with each claimed file's name before it is read (a test
+    uses it to hold a process inside a known file).
+    """
+
+    def __init__(
+        self,
+        db: Database,
+        store: BlobStore,
+        *,
+        lease: timedelta = DEFAULT_LEASE,
+        owner: str | None = None,
+        before_file: Callable[[str], None] | None = None,
+    ) -> None:
         self.db = db
         self.store = store
+        self.lease = lease
+        self.owner = owner or process_name()
+        self.before_file = before_file
         self.wake = asyncio.Event()
+        self.stopping = threading.Event()
+        self._held: list[Claim] = []
+        self._heartbeat: threading.Thread | None = None
 
-    def inspect(
-        self, traceset: Traceset, seq: int | None = None
-    ) -> tuple[Summary, list[FileFinding], TracesetAnalysis]:
-        """Each primary file's findings (head and tail), then its figures (one full pass);
-        the claim on inspection ``seq`` is renewed after each file."""
-        findings: list[FileFinding] = []
-        traces: list[TraceAnalysis] = []
-        for f in traceset.files:
-            if f.role == "primary":
-                assert f.sha256 is not None  # complete recorded every file's digest
-                source = self.store.open_source(blob_key(traceset.id, f.idx), sha256=f.sha256)
-                findings.extend(inspect_file(f.name, source))
-                traces.extend(analyze_file(f.name, source))
-                if seq is not None:
-                    with self.db.write() as conn:
-                        queries.renew_inspection_claim(conn, seq=seq, now=datetime.now(UTC))
-        summary = summarize(findings, declared_rank_count=traceset.rank_count)
-        metadata = orjson.loads(traceset.workload_metadata) if traceset.workload_metadata else None
-        analysis = analyse_traceset(
-            findings,
-            traces,
-            parallelism=declared_parallelism(metadata),
-            world_size=summary.world_size or traceset.rank_count,
-        )
-        summary = replace(summary, warnings=[*summary.warnings, *analysis.checks.warnings])
-        return summary, findings, analysis
+    def stop(self) -> None:
+        """Stop taking work; the file being read is given back at its next read."""
+        self.stopping.set()
 
     def run_one(self) -> bool:
-        """Claim and run one queued inspection; False when there was nothing to do."""
-        now = datetime.now(UTC)
+        """Claim a few files and inspect them; False when there was nothing to do."""
+        self._start_heartbeat()
+        now = _utcnow()
         with self.db.write() as conn:
-            claimed = queries.claim_inspection(conn, now=now, stale_before=now - STALE_AFTER)
-        if claimed is None:
-            return False
-        seq, attempts = claimed
-        with self.db.read() as conn:
-            traceset = queries.traceset_by_seq(conn, seq)
-        if traceset is None:
-            return True  # deleted meanwhile; its inspection row went with it
-        try:
-            summary, findings, analysis = self.inspect(traceset, seq)
-        except Exception as exc:  # the store failed, not the traces: those become findings
-            log.exception("inspecting traceset %s failed (attempt %d)", traceset.id, attempts)
-            with self.db.write() as conn:
-                if attempts >= MAX_ATTEMPTS:
-                    queries.finish_inspection(
-                        conn,
-                        seq=seq,
-                        status="failed",
-                        ok=False,
-                        result=failure_json(str(exc)),
-                        now=now,
-                    )
-                else:
-                    queries.release_inspection(conn, seq=seq)
-            return True
-        with self.db.write() as conn:
-            queries.finish_inspection(
-                conn,
-                seq=seq,
-                status="done",
-                ok=not summary.warnings,
-                result=result_json(summary, findings, analysis.inline()),
-                now=datetime.now(UTC),
-                consistent=not analysis.checks.warnings,
-                ranks=[orjson.dumps(figures) for figures in analysis.ranks],
-            )
+            batch = self._claim(conn, now)
+            if not batch:
+                seq = claims.take_up_inspection(conn, now=now)
+                if seq is None:
+                    return False
+                batch = self._claim(conn, now)
+                if not batch and self._join(conn, seq):  # no primary file at all
+                    log.info("inspection %d: checks across ranks run by %s", seq, self.owner)
+        if batch:
+            self._inspect(batch)
         return True
 
+    def _claim(self, conn: Connection, now: datetime) -> list[Claim]:
+        return claims.claim_files(
+            conn,
+            owner=self.owner,
+            now=now,
+            lease_until=now + self.lease,
+            max_files=MAX_BATCH_FILES,
+            max_bytes=MAX_BATCH_BYTES,
+        )
+
+    def _inspect(self, batch: list[Claim]) -> None:
+        """Inspect the claimed files one after the other, record them together; when told
+        to stop, record what is done and give the rest back."""
+        self._held = list(batch)
+        try:
+            outcomes: list[tuple[Claim, str, str]] = []
+            for claim in batch:
+                if self.stopping.is_set():
+                    break
+                outcome = self._inspect_one(claim)
+                if outcome is not None:
+                    outcomes.append((claim, *outcome))
+            if outcomes:
+                self._record(outcomes)
+            if self.stopping.is_set():
+                self._give_back([c for c in batch if c not in {o[0] for o in outcomes}])
+        finally:
+            self._held = []
+
+    def _inspect_one(self, claim: Claim) -> tuple[str, str] | None:
+        """("done", its findings and figures) or ("failed", why) to record; None when the
+        file goes back to the queue."""
+        try:
+            if self.before_file is not None:
+                self.before_file(claim.name)
+            assert claim.sha256 is not None  # complete recorded every file's digest
+            source = _Stoppable(
+                self.store.open_source(blob_key(claim.traceset_id, claim.idx), sha256=claim.sha256),
+                self.stopping,
+            )
+            findings = inspect_file(claim.name, source)
+            traces = analyze_file(claim.name, source)
+        except Exception as exc:  # the store failed, not the traces: those become findings
+            if self.stopping.is_set():
+                return None  # given back with the rest of the batch
+            log.exception("inspecting file %s failed (attempt %d)", claim.name, claim.attempts)
+            if claim.attempts >= MAX_ATTEMPTS:
+                return "failed", str(exc)
+            with self.db.write() as conn:
+                claims.release(conn, claim=claim, owner=self.owner, count_attempt=True)
+            return None
+        return "done", stored_analysis.dumps(findings, traces)
+
+    def _give_back(self, left: list[Claim]) -> None:
+        """Files not inspected because this process is stopping: not a failed attempt."""
+        with self.db.write() as conn:
+            for claim in left:
+                claims.release(conn, claim=claim, owner=self.owner, count_attempt=False)
+        for claim in left:
+            log.info("file %s given back: %s is stopping", claim.name, self.owner)
+
+    def _record(self, outcomes: list[tuple[Claim, str, str]]) -> None:
+        """Record files; for each traceset whose last file this was, join its files and
+        run the checks, in the same transaction: of two processes recording the last two
+        files, the inspection's row lock lets exactly one see that nothing is left.
+        Inspections are locked in seq order, so two recorders never wait on each other."""
+        counted: set[Claim] = set()
+        joined: list[int] = []
+        with self.db.write() as conn:
+            for seq in sorted({claim.seq for claim, _, _ in outcomes}):
+                if claims.lock_inspection(conn, seq) != "running":
+                    continue  # deleted, or finished already
+                recorded = False
+                for claim, status, result in outcomes:
+                    if claim.seq == seq and claims.record_file(
+                        conn,
+                        claim=claim,
+                        owner=self.owner,
+                        status=status,
+                        result=result,
+                        now=_utcnow(),
+                    ):
+                        counted.add(claim)
+                        recorded = True
+                if recorded and claims.unfinished(conn, seq) == 0 and self._join(conn, seq):
+                    joined.append(seq)
+        for claim, status, _ in outcomes:
+            log.info(
+                "file %s of traceset %s %s by %s (attempt %d)",
+                claim.name,
+                claim.traceset_id,
+                ("inspected" if status == "done" else "failed")
+                if claim in counted
+                else "inspected, but another process recorded it first,",
+                self.owner,
+                claim.attempts,
+            )
+        for seq in joined:
+            log.info("inspection %d: checks across ranks run by %s", seq, self.owner)
+
+    def _join(self, conn: Connection, seq: int) -> bool:
+        try:
+            joined = join_results(conn, seq)
+        except Exception as exc:  # a bug of the analysis must not leave it pending forever
+            log.exception("joining the files of inspection %d failed", seq)
+            joined = ("failed", failure_json(str(exc)), False, None, [])
+        if joined is None:
+            return False
+        status, result, ok, consistent, ranks = joined
+        queries.finish_inspection(
+            conn,
+            seq=seq,
+            status=status,
+            ok=ok,
+            result=result,
+            now=_utcnow(),
+            consistent=consistent,
+            ranks=ranks,
+        )
+        claims.checked(conn, seq=seq, owner=self.owner)
+        return True
+
+    def _start_heartbeat(self) -> None:
+        if self._heartbeat is None:
+            self._heartbeat = threading.Thread(
+                target=self._beat, name="inspection-heartbeat", daemon=True
+            )
+            self._heartbeat.start()
+
+    def _beat(self) -> None:
+        """Push the held files' leases forward, three times a lease, until stopped."""
+        while not self.stopping.wait(self.lease.total_seconds() / 3):
+            held = self._held
+            if not held:
+                continue
+            try:
+                with self.db.write() as conn:
+                    until = _utcnow() + self.lease
+                    claims.renew(conn, held=held, owner=self.owner, lease_until=until)
+            except Exception:  # the database is unreachable: the lease may lapse, then retried
+                log.exception("renewing the claim on a file failed")
+
+    def run(self) -> None:
+        """Work until ``stop``: a process that does nothing else (``tracesets worker``)."""
+        while not self.stopping.is_set():
+            try:
+                busy = self.run_one()
+            except Exception:  # the database is unreachable: try again after a pause
+                log.exception("the inspection queue could not claim work")
+                busy = False
+            if not busy:
+                self.stopping.wait(IDLE_SECONDS)
+
     async def run_forever(self) -> None:
-        while True:
+        """Work beside a service's requests; woken early when a traceset completes."""
+        while not self.stopping.is_set():
             try:
                 busy = await asyncio.to_thread(self.run_one)
             except Exception:  # the database is unreachable: try again after a pause

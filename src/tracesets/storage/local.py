@@ -167,7 +167,7 @@ class LocalBlobStore:
         root: Path,
         signer: URLSigner,
         *,
-        url_path: str = "/blobs",
+        url_path: str | None = None,
         upload_ttl: int = 6 * 3600,
         download_ttl: int = 900,
     ) -> None:
@@ -217,6 +217,8 @@ class LocalBlobStore:
     # -- BlobStore: plans, checks and URLs --------------------------------------------------
 
     def _signed_url(self, method: Method, key: str, ttl: int, base_url: str) -> tuple[str, int]:
+        if self.url_path is None:
+            raise RuntimeError("this store was opened without the route its URLs are served on")
         query, expires = self.signer.query(method, key, ttl)
         return f"{base_url}{self.url_path}/{key}?{query}", expires
 

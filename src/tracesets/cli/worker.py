@@ -1,0 +1,78 @@
+"""``tracesets worker``: inspect queued tracesets' files, and nothing else (no HTTP).
+
+Configured as ``serve`` is (``DATABASE_URL``, ``TRACESETS_STORAGE_URL``, the data
+folder), it shares the queue with every service process and every other worker on the
+same database and store, on any machine: each claims one file at a time, so one
+traceset's files are read by all of them at once. Inspection is CPU-bound Python: run
+one worker per core. SIGTERM or SIGINT stops it cleanly: the file being read is given
+back at once (not counted as a failed attempt) and another process takes it.
+
+For tests only: with ``TRACESETS_TEST_HOLD_FILE`` and ``TRACESETS_TEST_HOLD_MARK`` set,
+a worker that claims the file so named writes its pid to the mark file and waits there
+until it is stopped or killed, so that a test knows which file a killed worker held.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Mapping
+from datetime import timedelta
+from pathlib import Path
+from types import FrameType
+
+from tracesets.cli.server import DataDir, _database, _settings
+
+log = logging.getLogger("tracesets.worker")
+
+
+def _hold(env: Mapping[str, str], stopping: threading.Event) -> Callable[[str], None] | None:
+    name, mark = env.get("TRACESETS_TEST_HOLD_FILE"), env.get("TRACESETS_TEST_HOLD_MARK")
+    if not name or not mark:
+        return None
+
+    def hold(file_name: str) -> None:
+        if file_name == name:
+            Path(mark).write_text(str(os.getpid()))
+            stopping.wait()
+
+    return hold
+
+
+def worker(data_dir: DataDir = None) -> None:
+    """Inspect queued tracesets' files until stopped (SIGTERM or Ctrl-C); no HTTP.
+
+    Reads serve's settings (DATABASE_URL, TRACESETS_STORAGE_URL, the data folder): run
+    one per core, on any machine that shares the database and the store.
+    """
+    from tracesets.service.inspections import InspectionQueue
+    from tracesets.service.stores import open_store
+
+    logging.basicConfig(
+        level=logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    settings = _settings(data_dir)
+    db = _database(settings)
+    store = open_store(settings)
+    queue = InspectionQueue(db, store, lease=timedelta(seconds=settings.inspection_lease))
+    queue.before_file = _hold(os.environ, queue.stopping)
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        log.info("worker %s stopping (%s)", queue.owner, signal.Signals(signum).name)
+        queue.stop()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    kind = "S3" if settings.storage_url else "local files"
+    backend = "SQLite" if db.is_sqlite else "PostgreSQL"
+    log.info("worker %s inspecting (%s, %s)", queue.owner, backend, kind)
+    try:
+        queue.run()
+    finally:
+        db.dispose()
+    log.info("worker %s stopped", queue.owner)
