@@ -59,11 +59,13 @@ function chartBlock(inspection) {
   let metric = metrics[0] || 'size';
   const { per } = rankBars(inspection, metric);
   const box = h('div', { class: 'chart-box' });
+  const key = h('div', { class: 'rank-legend' });
   let lastWidth = 0;
   const draw = () => {
     lastWidth = box.clientWidth;
     const chart = rankChart(inspection, metric, lastWidth);
     box.replaceChildren(chart || h('p', { class: 'muted' }, 'No file could be matched to a rank.'));
+    key.replaceChildren(legend(inspection, metric));
   };
   new ResizeObserver(() => {
     if (box.isConnected && box.clientWidth !== lastWidth) draw();
@@ -78,7 +80,7 @@ function chartBlock(inspection) {
         }), ` ${METRICS[key].label}`)))
     : h('p', { class: 'chart-caption' }, `Bar height: ${METRICS[metric].label.toLowerCase()} of each rank's files`
       + (per > 1 ? `; each bar is ${formatCount(per)} ranks, as tall as the largest of them` : ''));
-  return [choices, box, legend(inspection, metric)];
+  return [choices, box, key];
 }
 
 export function inspectionSection(inspection) {
