@@ -75,7 +75,7 @@ function header(promotion) {
 
 function render(main, answer) {
   let t = answer.data;
-  let inspection = t.inspection ? inspectionSection(t.inspection) : null;
+  let inspection = t.inspection ? inspectionSection(t.inspection, t.id) : null;
   let shownInspection = JSON.stringify(t.inspection ?? null);
   // Promotion changes the status, the metadata, the times and the warnings; the files and
   // (unless it was still pending) the inspection stay as they are, and so do their nodes.
@@ -84,7 +84,7 @@ function render(main, answer) {
     top.show(t);
     const now = JSON.stringify(t.inspection ?? null);
     if (now !== shownInspection) {
-      const fresh = t.inspection ? inspectionSection(t.inspection) : null;
+      const fresh = t.inspection ? inspectionSection(t.inspection, t.id) : null;
       if (inspection && fresh) inspection.replaceWith(fresh);
       else if (fresh) promotion.before(fresh);
       else inspection?.remove();

@@ -83,7 +83,7 @@ function chartBlock(inspection) {
   return [choices, box, key];
 }
 
-export function inspectionSection(inspection) {
+export function inspectionSection(inspection, tracesetId) {
   const section = h('section', { class: 'panel', id: 'inspection', 'aria-labelledby': 'inspection-title' },
     h('h2', { id: 'inspection-title' }, 'Ranks in the files'));
   if (inspection.status === 'pending') {
@@ -96,7 +96,7 @@ export function inspectionSection(inspection) {
   append(section, [
     summary(inspection),
     inspection.files && inspection.files.length ? chartBlock(inspection) : null,
-    inspection.perRank && inspection.perRank.length ? figuresBlock(inspection) : null,
+    inspection.perRank && inspection.perRank.length ? figuresBlock(inspection, tracesetId) : null,
     listOf('Warnings', inspection.warnings),
     listOf('Files that could not be read', inspection.unreadable),
   ]);
