@@ -80,7 +80,11 @@ function chartBlock(inspection) {
         }), ` ${METRICS[key].label}`)))
     : h('p', { class: 'chart-caption' }, `Bar height: ${METRICS[metric].label.toLowerCase()} of each rank's files`
       + (per > 1 ? `; each bar is ${formatCount(per)} ranks, as tall as the largest of them` : ''));
-  return [choices, box, key];
+  const shortened = inspection.truncated
+    ? h('p', { class: 'hint' }, 'The inspection is too long to send whole: it lists the files of its first ranks only. '
+      + 'Past them, a rank is drawn missing only when the list of missing ranks names it.')
+    : null;
+  return [choices, shortened, box, key];
 }
 
 export function inspectionSection(inspection, tracesetId) {

@@ -73,16 +73,33 @@ export function rankBars(inspection, metric) {
     bar.files += entry.files;
     if (duplicate.has(rank) || entry.files > 1) bar.duplicates.push(rank);
   }
+  // A shortened inspection lists the files of its first ranks only: past the last rank it
+  // lists, a rank is missing when missingRanks says so, and not known otherwise.
+  const listed = inspection.truncated ? Math.max(-1, ...byRank.keys()) : Infinity;
+  const missing = new Set(inspection.missingRanks || []);
   for (const bar of bars) {
     bar.duplicate = bar.duplicates.length > 0;
     bar.duplicates.sort((a, b) => a - b);
-    bar.missing = bar.size - bar.withFiles;
-    // Naming them means looking at each rank: only for bars of a few ranks.
-    if (bar.missing && bar.size <= 64) {
-      for (let rank = bar.first; rank <= bar.last && bar.missingRanks.length < NAMED; rank += 1) {
-        if (!byRank.has(rank)) bar.missingRanks.push(rank);
+    bar.unknown = Math.max(0, bar.last - Math.max(bar.first - 1, listed));
+    bar.missing = bar.size - bar.unknown - bar.withFiles;
+  }
+  for (const rank of missing) {
+    if (rank >= ranks) continue;
+    const bar = bars[Math.floor(rank / per)];
+    if (bar.missingRanks.length < NAMED) bar.missingRanks.push(rank);
+    if (rank <= listed) continue;
+    bar.missing += 1;
+    bar.unknown -= 1;
+  }
+  for (const bar of bars) {
+    bar.gap = !bar.withFiles && !bar.unknown;
+    // missingRanks may be cut short: then a bar of a few ranks looks at each of them.
+    if (bar.missingRanks.length < Math.min(bar.missing, NAMED) && bar.size <= 64) {
+      for (let rank = bar.first; rank <= Math.min(bar.last, listed) && bar.missingRanks.length < NAMED; rank += 1) {
+        if (!byRank.has(rank) && !missing.has(rank)) bar.missingRanks.push(rank);
       }
     }
+    bar.missingRanks.sort((a, b) => a - b);
   }
   return { bars, per, ranks };
 }
@@ -190,7 +207,7 @@ export function rankChart(inspection, metric, width) {
 
   const named = per === 1 ? `${label} per rank` : `${label} per rank, largest of every ${formatCount(per)} ranks`;
   const title = scale.kind === 'log' ? `${named} (logarithmic scale)` : named;
-  const gaps = bars.filter((b) => !b.withFiles).length;
+  const gaps = bars.filter((b) => b.gap).length;
   const withMissing = bars.filter((b) => b.missing).length;
   const clipped = bars.filter((b) => b.withFiles && b.value > scale.top).length;
   const desc = `${formatCount(ranks)} ranks in ${formatCount(bars.length)} bars`
@@ -211,8 +228,10 @@ export function rankChart(inspection, metric, width) {
     );
   }
 
-  // A run of gaps is one shape, so thousands of them neither stripe nor slow the page.
-  let gapStart = null;
+  // A run of gaps (or of ranks not listed) is one shape, so thousands of them neither
+  // stripe nor slow the page.
+  const runOf = (bar) => (bar.gap ? 'gap' : bar.withFiles ? null : 'unlisted');
+  let runStart = null;
   bars.forEach((bar, i) => {
     if (bar.missing) {
       chart.append(svg('rect', {
@@ -226,16 +245,19 @@ export function rankChart(inspection, metric, width) {
         'data-rank': bar.first, 'data-last-rank': bar.last, 'data-ranks': bar.duplicates.join(' '),
       }, svg('title', {}, `${span(bar)}: ${some(bar.duplicates, bar.duplicates.length)} in more than one file`)));
     }
-    if (!bar.withFiles) {
-      gapStart ??= i;
-      if (i + 1 < bars.length && !bars[i + 1].withFiles) return;
-      const run = { ...bars[gapStart], last: bar.last, size: bar.last - bars[gapStart].first + 1 };
+    const run = runOf(bar);
+    if (run) {
+      runStart ??= i;
+      if (i + 1 < bars.length && runOf(bars[i + 1]) === run) return;
+      const joined = { ...bars[runStart], last: bar.last, size: bar.last - bars[runStart].first + 1 };
       chart.append(svg('rect', {
-        class: 'gap', x: MARGIN.left + gapStart * slot, y: MARGIN.top,
-        width: Math.max((i + 1 - gapStart) * slot, 1), height: plotH,
-        'data-rank': run.first, 'data-last-rank': run.last,
-      }, svg('title', {}, describe(run, format, scale.top))));
-      gapStart = null;
+        class: run, x: MARGIN.left + runStart * slot, y: MARGIN.top,
+        width: Math.max((i + 1 - runStart) * slot, 1), height: plotH,
+        'data-rank': joined.first, 'data-last-rank': joined.last,
+      }, svg('title', {}, run === 'gap'
+        ? describe(joined, format, scale.top)
+        : `${span(joined)}: not in the shortened list of inspected files`)));
+      runStart = null;
       return;
     }
     const height = Math.max(2, scale.height(bar.value));
@@ -279,7 +301,8 @@ export function legend(inspection, metric) {
     item('bar', per === 1 ? 'rank with files' : 'every rank has files');
   }
   if (bars.some((b) => b.withFiles && b.missing && !b.duplicate)) item('partial', 'some ranks have no file');
-  if (bars.some((b) => !b.withFiles)) item('gap', per === 1 ? 'missing rank (gap)' : 'no rank has a file (gap)');
+  if (bars.some((b) => b.gap)) item('gap', per === 1 ? 'missing rank (gap)' : 'no rank has a file (gap)');
+  if (bars.some((b) => !b.gap && !b.withFiles)) item('unlisted', 'not in the shortened list of inspected files');
   if (bars.some((b) => b.duplicate)) item('duplicate', per === 1 ? 'rank in more than one file' : 'a rank in more than one file');
   if (bars.some((b) => b.missing)) item('missing-mark', per === 1 ? 'missing rank (mark under the axis)' : 'a missing rank among them (mark under the axis)');
   if (bars.some((b) => b.duplicate)) item('duplicate-mark', 'a duplicated rank (mark under the axis)');
