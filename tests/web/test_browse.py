@@ -221,3 +221,4 @@ def test_a_traceset_of_many_files_shows_a_page_of_them_and_the_rest_page_by_page
     expect(rows.last).to_contain_text("rank-1204.json")
     expect(page.locator("#files-state")).to_have_text("Files 1,201–1,205 of 1,205.")
     expect(page.locator("#files-next")).to_be_disabled()
+    assert tab.focused() == "#files-previous"  # the keyboard is not dropped at the end

@@ -88,6 +88,7 @@ export function filesSection(t, inspection) {
   };
 
   const draw = () => {
+    const focused = document.activeElement;
     const match = filter();
     const shown = match ? files.filter(match) : files;
     const complete = !cursor;
@@ -113,6 +114,9 @@ export function filesSection(t, inspection) {
     const alone = !match && t.fileCount <= PAGE_ROWS;
     previous.hidden = alone;
     next.hidden = alone;
+    // A pager button that just turned disabled hands the keyboard to the other one.
+    if (focused === next && next.disabled && !previous.disabled) previous.focus();
+    if (focused === previous && previous.disabled && !next.disabled) next.focus();
     replace(problem, failure
       ? h('div', { class: 'notice error', role: 'alert' }, `More files could not be shown: ${failure.message}`)
       : null);
