@@ -9,6 +9,7 @@ it changes the job.
 from __future__ import annotations
 
 import io
+import json
 import secrets
 import tarfile
 from collections.abc import Iterator
@@ -132,6 +133,40 @@ def test_the_file_table_shows_a_page_of_rows_below_the_metadata_and_filters_ever
     expect(rows).to_have_count(PAGE_ROWS)
     expect(rows.first).to_contain_text(names[0])
     tab.shoot("many-files")
+
+
+def test_a_page_of_files_the_service_refuses_says_so_and_is_asked_for_again(
+    tab: Tab, job: dict[str, Any]
+) -> None:
+    names = list(rank_traces())
+    tab.sign_in()
+    tab.open_traceset(DECLARED)
+    page = tab.page
+    busy = {
+        "type": "urn:tracesets:problem:unavailable",
+        "title": "Service unavailable",
+        "status": 503,
+        "detail": "The database is busy; try again.",
+    }
+    page.route(
+        "**/files?*",
+        lambda route: route.fulfill(
+            status=503, content_type="application/problem+json", body=json.dumps(busy)
+        ),
+    )
+    for _ in range(1_000 // PAGE_ROWS):
+        page.get_by_role("button", name="Next →").click()
+    problem = page.locator("#files .notice.error")
+    expect(problem).to_contain_text("More files could not be shown: The database is busy")
+    expect(page.locator("#files-state")).to_have_text(
+        "Files 1,001–1,100 of 4,095 could not be read."
+    )
+    page.unroute("**/files?*")
+    problem.get_by_role("button", name="Try again").click()
+    rows = page.locator("table.files tbody tr")
+    expect(rows.first).to_contain_text(names[1_000])
+    expect(rows).to_have_count(PAGE_ROWS)
+    expect(problem).to_have_count(0)
 
 
 def test_the_file_table_shows_and_filters_the_ranks_inspection_found_in_each_file(

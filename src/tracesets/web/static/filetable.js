@@ -99,8 +99,13 @@ export function filesSection(t, inspection) {
     const rows = shown.slice(first, first + PAGE_ROWS);
     replace(body, rows.map((f) => fileRow(f, ranks, withRanks)));
     const searching = match && !complete ? ` (searched ${formatCount(files.length)} of ${formatCount(t.fileCount)} files…)` : '';
+    const wanted = `${formatCount(first + 1)}–${formatCount(Math.min(first + PAGE_ROWS, t.fileCount))}`;
     if (!match && t.fileCount <= PAGE_ROWS) {
       state.textContent = `${plural(t.fileCount, 'file', 'files')}.`;
+    } else if (!match && rows.length < Math.min(PAGE_ROWS, t.fileCount - first) && !complete) {
+      state.textContent = failure
+        ? `Files ${wanted} of ${formatCount(t.fileCount)} could not be read.`
+        : `Reading files ${wanted} of ${formatCount(t.fileCount)}…`;
     } else if (!rows.length) {
       state.textContent = match ? `No file matches${searching || '.'}` : 'No files.';
     } else {
@@ -118,7 +123,8 @@ export function filesSection(t, inspection) {
     if (focused === next && next.disabled && !previous.disabled) previous.focus();
     if (focused === previous && previous.disabled && !next.disabled) next.focus();
     replace(problem, failure
-      ? h('div', { class: 'notice error', role: 'alert' }, `More files could not be shown: ${failure.message}`)
+      ? h('div', { class: 'notice error', role: 'alert' }, `More files could not be shown: ${failure.message} `,
+        h('button', { type: 'button', class: 'button', onclick: () => { fill(); next.focus(); } }, 'Try again'))
       : null);
   };
 
@@ -126,6 +132,7 @@ export function filesSection(t, inspection) {
   let generation = 0;
   const fill = async () => {
     const mine = ++generation;
+    failure = null; // each page turn or filter asks again after a failed request
     draw();
     while (cursor && !failure && mine === generation) {
       const needed = filter() ? Infinity : (page + 1) * PAGE_ROWS;
