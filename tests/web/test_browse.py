@@ -200,7 +200,7 @@ def test_every_step_works_from_the_keyboard(tab: Tab, api: httpx.Client) -> None
     expect(page.locator(".title-row .badge")).to_have_text("promoted")
 
 
-def test_a_traceset_of_many_files_shows_a_page_of_them_and_the_rest_on_request(
+def test_a_traceset_of_many_files_shows_a_page_of_them_and_the_rest_page_by_page(
     tab: Tab, api: httpx.Client
 ) -> None:
     files = {f"rank-{i:04d}.json": b"" for i in range(1_205)}
@@ -211,10 +211,14 @@ def test_a_traceset_of_many_files_shows_a_page_of_them_and_the_rest_on_request(
     tab.open_traceset("many ranks")
     page = tab.page
     rows = page.locator("table.files tbody tr")
-    expect(rows).to_have_count(1_000)
-    expect(page.locator("#files-shown")).to_have_text("The first 1,000 of 1,205 files.")
-    page.get_by_role("button", name="Show 205 more").click()
-    expect(rows).to_have_count(1_205)
+    expect(rows).to_have_count(100)
+    expect(page.locator("#files-state")).to_have_text("Files 1–100 of 1,205.")
+    expect(page.locator("#files-previous")).to_be_disabled()
+    for _ in range(12):
+        page.get_by_role("button", name="Next →").click()
+    # The last page, from the service's second page of files.
+    expect(rows).to_have_count(5)
     expect(rows.last).to_contain_text("rank-1204.json")
-    expect(page.locator("#more-files")).to_be_hidden()
-    expect(page.locator("#files-shown")).to_be_hidden()
+    expect(page.locator("#files-state")).to_have_text("Files 1,201–1,205 of 1,205.")
+    expect(page.locator("#files-next")).to_be_disabled()
+    assert tab.focused() == "#files-previous"  # the keyboard is not dropped at the end

@@ -158,3 +158,44 @@ def test_two_billion_declared_ranks_draw_at_most_512_bars(tab: Tab, api: httpx.C
     expect(chart.locator("rect.gap")).to_have_count(1)  # one run of 511 bars with no file
     expect(tab.page.locator("#inspection")).to_contain_text("and 2,147,418,107 more")
     tab.shoot("rank-chart-huge")
+
+
+def test_a_shortened_inspection_draws_unlisted_ranks_apart_from_missing_ones(
+    tab: Tab, api: httpx.Client
+) -> None:
+    traceset_id = upload_text(api, DECLARED_8, name="100k ranks")["tracesetId"]
+    world = 100_000
+    listed = [r for r in range(1_500) if r != 17]
+    shortened = {
+        **INSPECTION,
+        "worldSize": world,
+        "ranksFound": listed,  # cut short too
+        "missingRanks": [17, 50_000],
+        "missingRankCount": 2,
+        "duplicateRanks": [],
+        "truncated": True,
+        "files": [inspected_file(rank, MiB, f"rank{rank}.json") for rank in listed],
+    }
+    with_inspection(tab, traceset_id, shortened)
+    tab.sign_in()
+    tab.open_traceset("100k ranks")
+    chart = tab.page.locator("#inspection svg.rank-chart")
+    expect(chart).to_be_visible()
+    per = -(-world // 512)
+    assert chart.get_attribute("data-ranks-per-bar") == str(per)
+    # The ranks past the last one listed are one run, drawn as not listed, not as gaps.
+    expect(chart.locator("rect.gap")).to_have_count(0)
+    unlisted = chart.locator("rect.unlisted")
+    expect(unlisted).to_have_count(1)
+    first_unlisted = (1_499 // per + 1) * per
+    assert unlisted.get_attribute("data-rank") == str(first_unlisted)
+    assert unlisted.get_attribute("data-last-rank") == str(world - 1)
+    expect(chart.locator("rect.bar")).to_have_count(1_499 // per + 1)
+    expect(chart.locator("rect.bar.partial")).to_have_count(1)  # rank 17's
+    # The two missing ranks the inspection names, each marked in its bar.
+    marks = chart.locator("rect.missing-mark")
+    expect(marks).to_have_count(2)
+    assert [marks.nth(i).get_attribute("data-ranks") for i in range(2)] == ["17", "50000"]
+    expect(tab.page.locator("#inspection")).to_contain_text(
+        "lists the files of its first ranks only"
+    )

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gzip
+import io
+import tarfile
 
 import httpx
 from playwright.sync_api import expect
@@ -57,3 +59,57 @@ def test_stacked_gpu_time_and_step_time_with_the_straggler_and_the_desync(
     tab.page.set_viewport_size(NARROW)
     tab.settle()
     assert tab.page.evaluate("() => document.documentElement.scrollWidth") <= NARROW["width"]
+
+
+def test_past_the_inspections_first_256_ranks_the_page_reads_the_rest_and_bins_them(
+    tab: Tab, api: httpx.Client
+) -> None:
+    run = Run(tp=4, dp=150, steps=2, kernels_per_step=2, slow={301: 2.0}, skip={5: 1})
+    traces = {f"rank-{r:03d}.json": rank_trace(run, r) for r in range(run.world)}
+    archive = io.BytesIO()
+    with tarfile.open(fileobj=archive, mode="w") as tar:
+        for name, data in traces.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    created = upload_text(
+        api,
+        '{"shape": {"rankCount": 600}}',
+        name="600 ranks",
+        files={"traces.tar": archive.getvalue()},
+    )
+    inspection = inspected(api, created["tracesetId"])["inspection"]
+    assert len(inspection["perRank"]) == 256 and inspection["perRankCount"] == 600
+    assert inspection["stragglers"] == [301] and inspection["desyncedGroups"]
+    tab.sign_in()
+    tab.open_traceset("600 ranks")
+
+    caption = tab.page.locator("#figures-caption")
+    expect(caption).to_contain_text("All 600 ranks are shown.")
+    gpu = tab.page.locator("#inspection svg.figures-chart").first
+    per = 3  # 600 ranks in at most 256 bars
+    expect(gpu).to_have_attribute("data-ranks-per-bar", str(per))
+    bars = gpu.locator("g.gpu-bar")
+    expect(bars).to_have_count(200)
+    assert bars.last.get_attribute("data-last-rank") == "599"
+    heights: list[float] = gpu.evaluate(
+        """(svg) => [...svg.querySelectorAll('g.gpu-bar')].map((g) =>
+            [...g.querySelectorAll('rect')].reduce((sum, r) => sum + +r.getAttribute('height'), 0))"""
+    )
+    assert all(abs(h - PLOT_HEIGHT) < 0.5 for h in heights)
+
+    _, members = run.dp_group(5)
+    expected = {
+        str(first) for first in range(0, 600, per) if set(range(first, first + per)) & set(members)
+    }
+    marked = {m.get_attribute("data-rank") for m in gpu.locator("path.desync-marker").all()}
+    assert marked == expected and len(marked) < 200
+
+    steps = tab.page.locator("#inspection svg.figures-chart").nth(1)
+    expect(steps.locator("rect.step-bar")).to_have_count(200)
+    straggler = steps.locator("rect.step-bar.straggler")
+    expect(straggler).to_have_count(1)
+    assert straggler.get_attribute("data-rank") == "300"
+    expect(straggler.locator("title")).to_contain_text("ranks 300–302")
+    expect(straggler.locator("title")).to_contain_text("a straggler among them")
+    tab.shoot("rank-figures-600")

@@ -1,12 +1,11 @@
-// One traceset: its facts, files, per-rank chart and metadata, and promotion with the
-// metadata edited in place. A refusal shows each problem under its member's line.
+// One traceset: its facts first, then what inspecting its traces found, its metadata and
+// Promote, and last its files, a page at a time (there may be 100,000 of them).
 
 import { call, session } from './api.js';
-import { cell, formatBytes, formatCount, h, plural, replace, statusBadge, timeElement } from './dom.js';
+import { filesSection } from './filetable.js';
+import { formatBytes, formatCount, h, plural, replace, statusBadge, timeElement } from './dom.js';
 import { inspectionSection } from './inspection.js';
-import { JsonSyntaxError, lineText, member, parse, pretty, prettyLines } from './rawjson.js';
-
-const ROOT = 'workloadMetadata';
+import { promotable, promotionSection } from './promotion.js';
 
 export async function showTraceset(main, id) {
   replace(main, backLink(), h('p', { class: 'loading' }, 'Loading…'));
@@ -18,285 +17,83 @@ export async function showTraceset(main, id) {
       h('div', { class: 'notice error', role: 'alert' }, error.message));
     return;
   }
-  render(main, answer, null);
+  render(main, answer);
 }
 
 function backLink() {
   return h('nav', { class: 'crumbs', 'aria-label': 'Back' }, h('a', { href: '#/' }, '← All tracesets'));
 }
 
-/** The stored metadata as a node keeping its literals; null when none is stored. */
-function storedMetadata(answer) {
-  let node;
-  try {
-    node = member(parse(answer.text), ROOT);
-  } catch {
-    node = parse(JSON.stringify(answer.data[ROOT]));
-  }
-  return node && !(node.type === 'literal' && node.raw === 'null') ? node : null;
+function fact(term, id) {
+  const value = h('dd', { id: id ? `fact-${id}` : null });
+  return [h('div', { class: id === 'id' ? 'fact fact-wide' : 'fact' }, h('dt', {}, term), value), value];
 }
 
-function render(main, answer, flash) {
-  const t = answer.data;
-  document.title = `${t.name} · Tracesets`;
-  const metadata = storedMetadata(answer);
-  const promotion = promotionSection(t, metadata, (next, result) => render(main, next, result));
-  const canPromote = session.can('promote') && (t.status === 'ready' || t.status === 'promoted');
-  replace(main, 
-    backLink(),
-    h('div', { class: 'title-row' },
-      h('h1', { tabindex: -1, class: 'traceset-name' }, t.name),
-      statusBadge(t.status),
-      canPromote ? h('button', {
-        type: 'button', class: 'button title-action',
-        onclick: () => { promotion.scrollIntoView({ block: 'start' }); promotion.querySelector('#promote').focus(); },
-      }, t.status === 'ready' ? 'Promote…' : 'Promote again…') : null),
-    t.description ? h('p', { class: 'description' }, t.description) : null,
-    h('dl', { class: 'facts' },
-      fact('Rank count', t.rankCountDerived === null ? 'not declared' : formatCount(t.rankCountDerived), 'rank-count'),
-      fact('Files', `${plural(t.fileCount, 'file', 'files')} · ${formatBytes(t.fileBytes)}`),
-      fact('Created', timeElement(t.createdAt)),
-      fact('Updated', timeElement(t.updatedAt)),
-      fact('Promoted', timeElement(t.promotedAt)),
-      fact('ID', h('code', {}, t.id), 'id')),
-    t.inspection ? inspectionSection(t.inspection) : null,
-    filesSection(t),
-    promotion);
-  if (flash) {
-    replace(promotion.querySelector('#promote-result'), flash);
-    flash.focus();
-  }
-}
-
-function fact(term, value, id) {
-  return h('div', { class: id === 'id' ? 'fact fact-wide' : 'fact' },
-    h('dt', {}, term), h('dd', { id: id ? `fact-${id}` : null }, value));
-}
-
-function fileRow(f) {
-  return h('tr', {},
-    cell('Name', { class: 'cell-name' }, h('code', {}, f.name)),
-    cell('Role', {}, f.role),
-    cell('Size', { class: 'num' }, formatBytes(f.size),
-      f.size >= 1024 ? h('span', { class: 'muted exact' }, ` ${formatCount(f.size)} bytes`) : null),
-    cell('Received', {},
-      f.received ? h('span', { class: 'yes' }, 'yes') : h('span', { class: 'no' }, 'not yet')));
-}
-
-/** The files the answer holds; past the first page, the next ones on request. */
-function filesSection(t) {
-  const body = h('tbody', {}, t.files.map(fileRow));
-  const shown = h('p', { class: 'hint', id: 'files-shown', 'aria-live': 'polite' });
-  const more = h('button', { type: 'button', class: 'button', id: 'more-files' });
-  const problem = h('div', { class: 'promote-result' });
-  let count = t.files.length;
-  let cursor = t.filesNextCursor;
-  const update = () => {
-    shown.textContent = cursor ? `The first ${formatCount(count)} of ${formatCount(t.fileCount)} files.` : '';
-    shown.hidden = !cursor;
-    more.hidden = !cursor;
-    more.textContent = `Show ${formatCount(Math.min(1000, t.fileCount - count))} more`;
-  };
-  more.addEventListener('click', async () => {
-    more.disabled = true;
-    try {
-      const path = `/api/v1/tracesets/${encodeURIComponent(t.id)}/files`;
-      const answer = await call(`${path}?${new URLSearchParams({ cursor })}`);
-      body.append(...answer.data.items.map(fileRow));
-      count += answer.data.items.length;
-      cursor = answer.data.nextCursor;
-      replace(problem);
-    } catch (error) {
-      replace(problem, note('error', `More files could not be shown: ${error.message}`, []));
-    }
-    more.disabled = false;
-    update();
+/** The title row and the facts, with a function that shows a later answer in them. */
+function header(promotion) {
+  const badge = statusBadge('');
+  const action = h('button', {
+    type: 'button', class: 'button title-action',
+    onclick: () => { promotion.scrollIntoView({ block: 'start' }); promotion.querySelector('#promote').focus(); },
   });
-  update();
-  return h('section', { class: 'panel', 'aria-labelledby': 'files-title' },
-    h('h2', { id: 'files-title' }, 'Files'),
-    h('table', { class: 'files' },
-      h('thead', {}, h('tr', {}, ['Name', 'Role', 'Size', 'Received'].map((c) => h('th', { scope: 'col' }, c)))),
-      body),
-    shown, more, problem);
-}
-
-function promotionSection(t, metadata, rerender) {
-  const stored = metadata ? pretty(metadata) : 'null';
-  let editing = false;
-  const view = h('pre', { class: 'json', id: 'metadata-json', tabindex: 0, 'aria-label': 'Workload metadata, exactly as stored' }, stored);
-  const editor = h('textarea', {
-    id: 'metadata-editor', class: 'json-editor', hidden: true, spellcheck: 'false', autocomplete: 'off',
-    autocapitalize: 'off', rows: Math.min(24, Math.max(6, stored.split('\n').length + 1)),
-    'aria-label': 'Workload metadata to promote with (JSON)', 'aria-describedby': 'metadata-editor-hint',
-  });
-  editor.value = stored;
-  const hint = h('p', { class: 'hint', id: 'metadata-editor-hint', hidden: true },
-    'Editing. Promote checks this object instead of the stored one, and stores it if every check passes.');
-  const edit = h('button', { type: 'button', class: 'button', id: 'edit-metadata' }, 'Edit metadata');
-  const discard = h('button', { type: 'button', class: 'button quiet', id: 'discard-edits', hidden: true }, 'Discard edits');
-  const promote = h('button', { type: 'button', class: 'button primary', id: 'promote' });
-  const result = h('div', { class: 'promote-result', id: 'promote-result' });
-  const state = h('span', { class: 'hint' }, 'exactly as stored');
-  const pending = !(t.status === 'ready' || t.status === 'promoted');
-  const allowed = session.can('promote');
-  const explain = h('p', { class: 'hint', id: 'promote-hint' }, !allowed
-    ? 'This token does not have the promote scope: sign in with a token that has it to promote.'
-    : pending
-    ? 'This traceset\'s upload is not complete: it can be promoted once it is ready.'
-    : t.status === 'promoted'
-      ? 'Promoted already. Promoting again runs every check again.'
-      : `Promotion checks the metadata against every rule: the rank count must stay the one declared at upload (${
-        t.rankCountDerived === null ? 'none' : formatCount(t.rankCountDerived)}), and the descriptive members must have the right types.`);
-
-  const setEditing = (on) => {
-    editing = on;
-    view.hidden = on;
-    editor.hidden = !on;
-    hint.hidden = !on;
-    edit.hidden = on;
-    discard.hidden = !on;
-    state.textContent = on ? 'editing: not stored until promoted' : 'exactly as stored';
-    promote.textContent = on ? 'Promote with this metadata' : (t.status === 'promoted' ? 'Promote again' : 'Promote');
-    if (on) editor.focus();
-  };
-  edit.addEventListener('click', () => setEditing(true));
-  discard.addEventListener('click', () => {
-    editor.value = stored;
-    replace(result, );
-    setEditing(false);
-    edit.focus();
-  });
-  setEditing(false);
-  promote.disabled = pending || !allowed;
-  edit.hidden = !allowed;
-  if (!allowed) promote.setAttribute('aria-describedby', 'promote-hint');
-
-  promote.addEventListener('click', async () => {
-    let body = '{}';
-    let checked = metadata;
-    if (editing && editor.value !== stored) {
-      try {
-        checked = parse(editor.value);
-      } catch (error) {
-        if (!(error instanceof JsonSyntaxError)) throw error;
-        editor.setAttribute('aria-invalid', 'true');
-        replace(result, note('error', 'The metadata is not valid JSON', [error.message]));
-        result.firstChild.focus();
-        return;
+  const name = h('h1', { tabindex: -1, class: 'traceset-name' });
+  const description = h('p', { class: 'description' });
+  // Each fact with what it shows and the members it shows them from.
+  const facts = [
+    ['Rank count', 'rank-count', ['rankCountDerived'], (t) => (t.rankCountDerived === null ? 'not declared' : formatCount(t.rankCountDerived))],
+    ['Files', 'files', ['fileCount', 'fileBytes'], (t) => `${plural(t.fileCount, 'file', 'files')} · ${formatBytes(t.fileBytes)}`],
+    ['Created', 'created', ['createdAt'], (t) => timeElement(t.createdAt)],
+    ['Updated', 'updated', ['updatedAt'], (t) => timeElement(t.updatedAt)],
+    ['Promoted', 'promoted', ['promotedAt'], (t) => timeElement(t.promotedAt)],
+    ['ID', 'id', ['id'], (t) => h('code', {}, t.id)],
+  ].map(([term, id, members, of]) => [...fact(term, id), members, of]);
+  const show = (t) => {
+    document.title = `${t.name} · Tracesets`;
+    name.textContent = t.name;
+    badge.textContent = t.status;
+    badge.className = statusBadge(t.status).className;
+    action.hidden = !(session.can('promote') && promotable(t));
+    action.textContent = t.status === 'ready' ? 'Promote…' : 'Promote again…';
+    description.textContent = t.description || '';
+    description.hidden = !t.description;
+    for (const [, value, members, of] of facts) {
+      // Only what changed is touched, so a reader's selection elsewhere survives.
+      const from = JSON.stringify(members.map((m) => t[m]));
+      if (value.dataset.from !== from) {
+        replace(value, of(t));
+        value.dataset.from = from;
       }
-      // The text itself goes out, so every literal reaches the service as typed.
-      body = `{"workloadMetadata":${editor.value}\n}`;
     }
-    editor.removeAttribute('aria-invalid');
-    promote.disabled = true;
-    promote.setAttribute('aria-busy', 'true');
-    replace(result, h('p', { class: 'loading' }, 'Promoting…'));
-    try {
-      const answer = await call(`/api/v1/tracesets/${encodeURIComponent(t.id)}/promote`, { method: 'POST', body });
-      const groups = warningGroups(answer.data);
-      rerender(answer, note('success', 'Promoted.',
-        groups.length ? [] : ['Every check passed; the metadata above is what is stored now.'], groups));
-    } catch (error) {
-      promote.disabled = false;
-      promote.removeAttribute('aria-busy');
-      const refused = error.status === 400 && error.errors.length;
-      replace(result, refused
-        ? refusal(error.errors, checked, editing, () => setEditing(true))
-        : note('error', `Not promoted: ${error.message}`, error.errors.slice(1).map((e) => e.message)));
-      result.firstChild.focus();
+  };
+  const nodes = [
+    h('div', { class: 'title-row' }, name, badge, action),
+    description,
+    h('dl', { class: 'facts' }, facts.map(([box]) => box)),
+  ];
+  return { nodes, show };
+}
+
+function render(main, answer) {
+  let t = answer.data;
+  let inspection = t.inspection ? inspectionSection(t.inspection, t.id) : null;
+  let shownInspection = JSON.stringify(t.inspection ?? null);
+  // Promotion changes the status, the metadata, the times and the warnings; the files and
+  // (unless it was still pending) the inspection stay as they are, and so do their nodes.
+  const promoted = (next) => {
+    t = next.data;
+    top.show(t);
+    const now = JSON.stringify(t.inspection ?? null);
+    if (now !== shownInspection) {
+      const fresh = t.inspection ? inspectionSection(t.inspection, t.id) : null;
+      if (inspection && fresh) inspection.replaceWith(fresh);
+      else if (fresh) promotion.before(fresh);
+      else inspection?.remove();
+      inspection = fresh;
+      shownInspection = now;
     }
-  });
-
-  return h('section', { class: 'panel', id: 'promotion', 'aria-labelledby': 'metadata-title' },
-    h('div', { class: 'panel-head' },
-      h('h2', { id: 'metadata-title' }, 'Workload metadata'),
-      state),
-    view, editor, hint,
-    h('div', { class: 'promote-bar' }, promote, edit, discard),
-    explain,
-    result);
-}
-
-function note(kind, title, lines, groups = []) {
-  return h('div', { class: `notice ${kind}`, role: kind === 'error' ? 'alert' : 'status', tabindex: -1 },
-    h('strong', {}, title),
-    lines.length ? h('ul', {}, lines.map((line) => h('li', {}, line))) : null,
-    groups.map(([heading, entries]) => h('div', { class: 'warning-group' },
-      h('h3', {}, heading), h('ul', {}, entries.map((entry) => h('li', {}, entry))))));
-}
-
-/** Promotion's warnings by kind, each kind under its own heading: the traces' inspection
- * (its own warnings, as the answer's inspection lists them), members not read because of
- * their spelling (named by their path), and anything else (such as an unfinished inspection). */
-export function warningGroups(promoted) {
-  const fromTraces = new Set(promoted.inspection?.warnings || []);
-  const traces = [];
-  const spelling = [];
-  const other = [];
-  for (const warning of promoted.warnings || []) {
-    if (fromTraces.has(warning)) traces.push(warning);
-    else if (warning.startsWith(`${ROOT}.`)) spelling.push(warning);
-    else other.push(warning);
-  }
-  return [
-    ['Promotion does not read these members because of their spelling:', spelling],
-    ['What inspecting the traces found:', traces],
-    [promoted.inspection?.status === 'pending' ? 'The traces are still being inspected:' : 'Other warnings:', other],
-  ].filter(([, entries]) => entries.length);
-}
-
-/** The member's own line, or its nearest ancestor's when the member is absent. */
-function locate(memberPath, paths) {
-  if (memberPath !== ROOT && !memberPath.startsWith(`${ROOT}.`)) return null;
-  let path = memberPath;
-  while (path) {
-    if (paths.has(path)) return path;
-    const cut = path.lastIndexOf('.');
-    path = cut < 0 ? '' : path.slice(0, cut);
-  }
-  return null;
-}
-
-function refusal(errors, checked, editing, startEditing) {
-  const lines = checked ? prettyLines(checked, ROOT) : [{ depth: 0, text: 'null', path: ROOT }];
-  const paths = new Set(lines.map((l) => l.path).filter(Boolean));
-  const byLine = new Map();
-  const elsewhere = [];
-  for (const error of errors) {
-    const at = locate(String(error.member ?? ''), paths);
-    if (at === null) {
-      elsewhere.push(error);
-    } else {
-      byLine.set(at, [...(byLine.get(at) || []), error]);
-    }
-  }
-  const listing = h('div', { class: 'annotated', role: 'group', 'aria-label': 'The metadata checked, each problem under its member' });
-  for (const line of lines) {
-    const problems = line.path === null ? undefined : byLine.get(line.path);
-    listing.append(h('div', { class: problems ? 'aline flagged' : 'aline', 'data-path': line.path },
-      h('code', {}, lineText(line))));
-    for (const problem of problems || []) listing.append(problemNote(problem, line.depth));
-  }
-  const count = errors.length === 1 ? '1 problem' : `${errors.length} problems`;
-  return h('div', { class: 'refusal', role: 'alert', tabindex: -1 },
-    h('h3', {}, `Not promoted: ${count}`),
-    h('p', {}, editing
-      ? 'Each problem is shown under its member, in the service\'s words. Fix them in the editor above and promote again.'
-      : ['Each problem is shown under its member, in the service\'s words. ',
-        h('button', { type: 'button', class: 'button', onclick: startEditing }, 'Edit the metadata'),
-        ' to fix them, then promote again.']),
-    elsewhere.length ? h('ul', { class: 'problems' }, elsewhere.map((e) => problemNote(e, 0, 'li'))) : null,
-    listing);
-}
-
-/** A dotted path that may wrap after each dot, not inside a name. */
-function breakable(path) {
-  return path.split('.').flatMap((part, i) => (i ? ['.', h('wbr'), part] : [part]));
-}
-
-function problemNote(problem, depth, tag = 'div') {
-  return h(tag, { class: `problem indent-${Math.min(depth, 8)}`, 'data-member': problem.member },
-    problem.member ? h('code', { class: 'problem-member' }, breakable(problem.member)) : null,
-    h('span', { class: 'problem-message' }, problem.message));
+  };
+  const promotion = promotionSection(answer, promoted);
+  const top = header(promotion);
+  top.show(t);
+  replace(main, backLink(), ...top.nodes, inspection, promotion, filesSection(t, t.inspection));
 }

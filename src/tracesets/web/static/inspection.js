@@ -59,11 +59,13 @@ function chartBlock(inspection) {
   let metric = metrics[0] || 'size';
   const { per } = rankBars(inspection, metric);
   const box = h('div', { class: 'chart-box' });
+  const key = h('div', { class: 'rank-legend' });
   let lastWidth = 0;
   const draw = () => {
     lastWidth = box.clientWidth;
     const chart = rankChart(inspection, metric, lastWidth);
     box.replaceChildren(chart || h('p', { class: 'muted' }, 'No file could be matched to a rank.'));
+    key.replaceChildren(legend(inspection, metric));
   };
   new ResizeObserver(() => {
     if (box.isConnected && box.clientWidth !== lastWidth) draw();
@@ -78,10 +80,14 @@ function chartBlock(inspection) {
         }), ` ${METRICS[key].label}`)))
     : h('p', { class: 'chart-caption' }, `Bar height: ${METRICS[metric].label.toLowerCase()} of each rank's files`
       + (per > 1 ? `; each bar is ${formatCount(per)} ranks, as tall as the largest of them` : ''));
-  return [choices, box, legend(inspection, metric)];
+  const shortened = inspection.truncated
+    ? h('p', { class: 'hint' }, 'The inspection is too long to send whole: it lists the files of its first ranks only. '
+      + 'Past them, a rank is drawn missing only when the list of missing ranks names it.')
+    : null;
+  return [choices, shortened, box, key];
 }
 
-export function inspectionSection(inspection) {
+export function inspectionSection(inspection, tracesetId) {
   const section = h('section', { class: 'panel', id: 'inspection', 'aria-labelledby': 'inspection-title' },
     h('h2', { id: 'inspection-title' }, 'Ranks in the files'));
   if (inspection.status === 'pending') {
@@ -94,7 +100,7 @@ export function inspectionSection(inspection) {
   append(section, [
     summary(inspection),
     inspection.files && inspection.files.length ? chartBlock(inspection) : null,
-    inspection.perRank && inspection.perRank.length ? figuresBlock(inspection) : null,
+    inspection.perRank && inspection.perRank.length ? figuresBlock(inspection, tracesetId) : null,
     listOf('Warnings', inspection.warnings),
     listOf('Files that could not be read', inspection.unreadable),
   ]);

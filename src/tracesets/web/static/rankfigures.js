@@ -1,13 +1,20 @@
 // Per-rank figures of an inspection, as SVG: GPU time of each rank as a stacked bar
 // (compute, communication, memory, other, idle, in percent of its span), and median step
-// time per rank; stragglers and members of desynced process groups are marked. Only the
-// ranks the inspection shows inline (its first 256) are drawn; the caption says so.
+// time per rank; stragglers and members of desynced process groups are marked. The
+// inspection holds the first 256 ranks' figures; past them, the rest are read from the
+// traceset's ranks route (up to FETCHED_RANKS), and past MAX_BARS ranks a bar stands for a
+// run of ranks: their GPU time added up, their longest median step, marked when any of
+// them straggles or is in a desynced group.
 
+import { call } from './api.js';
 import { formatCount, h, svg } from './dom.js';
 
 const MARGIN = { top: 14, right: 12, bottom: 40, left: 56 };
 const GPU_HEIGHT = 220;
 const STEP_HEIGHT = 160;
+export const MAX_BARS = 256;
+/** Ranks whose figures the page reads at most (about 2 kB each: 16 MB of JSON). */
+export const FETCHED_RANKS = 8192;
 
 /** The parts of a GPU bar, bottom up: HTA's compute, then its non-compute split, then idle. */
 export const PARTS = [
@@ -18,25 +25,63 @@ export const PARTS = [
   { key: 'idleUs', label: 'idle' },
 ];
 
-function ranked(inspection) {
-  return (inspection.perRank || []).filter((r) => Number.isInteger(r.rank));
-}
-
-function desyncedRanks(inspection) {
+function desyncedRanks(inspection, figures) {
   const groups = new Set(inspection.desyncedGroups || []);
   const ranks = new Set();
-  for (const figures of ranked(inspection)) {
-    for (const group of figures.collectives || []) {
-      if (groups.has(group.group)) ranks.add(figures.rank);
+  for (const one of figures) {
+    for (const group of one.collectives || []) {
+      if (groups.has(group.group)) ranks.add(one.rank);
     }
   }
   return ranks;
 }
 
-function frame(title, desc, width, height) {
+/**
+ * The figures of ranked traces, in runs of `per` so there are at most MAX_BARS: each run
+ * with its first and last rank, GPU time summed part by part, the longest median step and
+ * the range of all its steps, and whether any of its ranks straggles or is desynced.
+ */
+export function figureBins(inspection, figures) {
+  const ranked = figures.filter((r) => Number.isInteger(r.rank));
+  const desynced = desyncedRanks(inspection, ranked);
+  const per = Math.max(1, Math.ceil(ranked.length / MAX_BARS));
+  const bins = [];
+  for (let i = 0; i < ranked.length; i += per) {
+    const members = ranked.slice(i, i + per);
+    const bin = {
+      first: members[0].rank, last: members[members.length - 1].rank, size: members.length,
+      gpu: null, steps: null, straggler: false, desynced: false,
+    };
+    for (const one of members) {
+      bin.straggler ||= Boolean(one.straggler);
+      bin.desynced ||= desynced.has(one.rank);
+      if (one.gpu && one.gpu.kernelUs > 0) {
+        bin.gpu ??= Object.fromEntries(['kernelUs', ...PARTS.map((p) => p.key)].map((k) => [k, 0]));
+        for (const key of Object.keys(bin.gpu)) bin.gpu[key] += Math.max(0, one.gpu[key] || 0);
+      }
+      const steps = one.steps;
+      if (steps && steps.medianUs !== null && steps.medianUs !== undefined) {
+        const known = bin.steps || { medianUs: 0, minUs: null, maxUs: null, count: 0 };
+        known.medianUs = Math.max(known.medianUs, steps.medianUs);
+        known.minUs = Math.min(known.minUs ?? Infinity, steps.minUs ?? steps.medianUs);
+        known.maxUs = Math.max(known.maxUs ?? 0, steps.maxUs ?? steps.medianUs);
+        known.count += steps.count;
+        bin.steps = known;
+      }
+    }
+    bins.push(bin);
+  }
+  return { bins, per };
+}
+
+function span(bin) {
+  return bin.size === 1 ? `rank ${bin.first}` : `ranks ${formatCount(bin.first)}–${formatCount(bin.last)}`;
+}
+
+function frame(title, desc, width, height, per) {
   const chart = svg('svg', {
     class: 'rank-chart figures-chart', width, height, viewBox: `0 0 ${width} ${height}`,
-    role: 'img', 'aria-label': `${title}: ${desc}`,
+    role: 'img', 'aria-label': `${title}: ${desc}`, 'data-ranks-per-bar': per,
   }, svg('title', {}, title), svg('desc', {}, desc));
   return chart;
 }
@@ -70,61 +115,70 @@ function percent(part, whole) {
   return whole > 0 ? `${((100 * part) / whole).toFixed(2)} %` : '–';
 }
 
-/** Stacked GPU time per rank, or null when no rank has GPU time. */
-export function gpuChart(inspection, width) {
-  const ranks = ranked(inspection).filter((r) => r.gpu && r.gpu.kernelUs > 0);
-  if (!ranks.length) return null;
+function perBar(per) {
+  return per === 1 ? '' : `, each bar ${formatCount(per)} ranks`;
+}
+
+/** Stacked GPU time per rank (or run of ranks), or null when no rank has GPU time. */
+export function gpuChart(inspection, figures, width) {
+  const { bins: all, per } = figureBins(inspection, figures);
+  const bins = all.filter((b) => b.gpu);
+  if (!bins.length) return null;
   const w = Math.max(280, Math.floor(width));
-  const desynced = desyncedRanks(inspection);
-  const chart = frame('GPU time per rank', `${formatCount(ranks.length)} ranks, each bar 100 % of its GPU span`, w, GPU_HEIGHT);
-  const { bottom, plotH, slot } = axes(chart, w, GPU_HEIGHT, ranks.map((r) => r.rank),
+  const chart = frame('GPU time per rank',
+    `${formatCount(bins.length)} bars${perBar(per)}, each 100 % of its GPU span`, w, GPU_HEIGHT, per);
+  const { bottom, plotH, slot } = axes(chart, w, GPU_HEIGHT, bins.map((b) => b.first),
     [[0, '0 %'], [0.5, '50 %'], [1, '100 %']]);
   const barW = slot >= 4 ? slot * 0.78 : slot;
-  ranks.forEach((figures, i) => {
+  bins.forEach((bin, i) => {
     const x = MARGIN.left + i * slot + (slot - barW) / 2;
-    const gpu = figures.gpu;
+    const gpu = bin.gpu;
     let top = bottom;
-    const bar = svg('g', { class: 'gpu-bar', 'data-rank': figures.rank });
+    const bar = svg('g', { class: 'gpu-bar', 'data-rank': bin.first, 'data-last-rank': bin.last });
     for (const part of PARTS) {
-      const value = Math.max(0, gpu[part.key] || 0);
+      const value = gpu[part.key];
       const height = (value / gpu.kernelUs) * plotH;
       if (height <= 0) continue;
       top -= height;
       bar.append(svg('rect', {
         class: `part part-${part.label}`, x, y: top, width: Math.max(barW, 1), height,
         'data-part': part.label, 'data-us': value,
-      }, svg('title', {}, `rank ${figures.rank}: ${part.label} ${percent(value, gpu.kernelUs)}`)));
+      }, svg('title', {}, `${span(bin)}: ${part.label} ${percent(value, gpu.kernelUs)}`)));
     }
     chart.append(bar);
-    if (desynced.has(figures.rank)) {
+    if (bin.desynced) {
       chart.append(svg('path', {
-        class: 'desync-marker', 'data-rank': figures.rank, d: `M${x + barW / 2} ${bottom + 3} l4 6 h-8 z`,
-      }, svg('title', {}, `rank ${figures.rank} is in a process group whose members disagree`)));
+        class: 'desync-marker', 'data-rank': bin.first, 'data-last-rank': bin.last,
+        d: `M${x + barW / 2} ${bottom + 3} l4 6 h-8 z`,
+      }, svg('title', {}, `${span(bin)}: in a process group whose members disagree`)));
     }
   });
   return chart;
 }
 
-/** Median step time per rank, stragglers in their own colour; null without steps. */
-export function stepChart(inspection, width) {
-  const ranks = ranked(inspection).filter((r) => r.steps && r.steps.medianUs !== null && r.steps.medianUs !== undefined);
-  if (!ranks.length) return null;
+/** Median step time per rank (the longest of a run), stragglers in their own colour; null without steps. */
+export function stepChart(inspection, figures, width) {
+  const { bins: all, per } = figureBins(inspection, figures);
+  const bins = all.filter((b) => b.steps);
+  if (!bins.length) return null;
   const w = Math.max(280, Math.floor(width));
-  const max = Math.max(...ranks.map((r) => r.steps.maxUs ?? r.steps.medianUs), 1);
+  const max = Math.max(...bins.map((b) => b.steps.maxUs ?? b.steps.medianUs), 1);
   const ms = (us) => `${(us / 1000).toFixed(1)} ms`;
-  const chart = frame('Median step time per rank', `${formatCount(ranks.length)} ranks; the line spans each rank's shortest to longest step`, w, STEP_HEIGHT);
-  const { bottom, plotH, slot } = axes(chart, w, STEP_HEIGHT, ranks.map((r) => r.rank),
+  const chart = frame('Median step time per rank',
+    `${formatCount(bins.length)} bars${perBar(per)}; the line spans the shortest to the longest step`, w, STEP_HEIGHT, per);
+  const { bottom, plotH, slot } = axes(chart, w, STEP_HEIGHT, bins.map((b) => b.first),
     [[0, '0'], [0.5, ms(max / 2)], [1, ms(max)]]);
   const barW = slot >= 4 ? slot * 0.78 : slot;
-  ranks.forEach((figures, i) => {
+  bins.forEach((bin, i) => {
     const x = MARGIN.left + i * slot + (slot - barW) / 2;
-    const { medianUs, minUs, maxUs, count } = figures.steps;
+    const { medianUs, minUs, maxUs, count } = bin.steps;
     const height = Math.max(1, (medianUs / max) * plotH);
+    const median = bin.size === 1 ? 'median step' : 'longest median step';
     chart.append(svg('rect', {
-      class: `step-bar${figures.straggler ? ' straggler' : ''}`, x, y: bottom - height,
-      width: Math.max(barW, 1), height, 'data-rank': figures.rank, 'data-median-us': medianUs,
-    }, svg('title', {}, `rank ${figures.rank}: median step ${ms(medianUs)} of ${formatCount(count)}`
-      + (figures.straggler ? ' (straggler)' : ''))));
+      class: `step-bar${bin.straggler ? ' straggler' : ''}`, x, y: bottom - height,
+      width: Math.max(barW, 1), height, 'data-rank': bin.first, 'data-last-rank': bin.last, 'data-median-us': medianUs,
+    }, svg('title', {}, `${span(bin)}: ${median} ${ms(medianUs)} of ${formatCount(count)}`
+      + (bin.straggler ? (bin.size === 1 ? ' (straggler)' : ' (a straggler among them)') : ''))));
     if (minUs !== null && maxUs !== null && maxUs > minUs) {
       const cx = x + barW / 2;
       chart.append(svg('line', {
@@ -146,21 +200,50 @@ function legend(inspection) {
   return h('ul', { class: 'legend' }, items);
 }
 
-/** The per-rank figures: both charts, redrawn to the width of their box. */
-export function figuresBlock(inspection) {
+/** Every trace's figures from the ranks route, up to FETCHED_RANKS; null when refused. */
+async function allFigures(tracesetId) {
+  const path = `/api/v1/tracesets/${encodeURIComponent(tracesetId)}/ranks`;
+  const figures = [];
+  let cursor = null;
+  do {
+    const answer = await call(`${path}?${new URLSearchParams(cursor ? { cursor, limit: 1000 } : { limit: 1000 })}`);
+    figures.push(...answer.data.items);
+    cursor = answer.data.nextCursor;
+  } while (cursor && figures.length < FETCHED_RANKS);
+  return figures.slice(0, FETCHED_RANKS);
+}
+
+/** The per-rank figures: both charts, redrawn to the width of their box; when the
+ * inspection holds only the first of them, the rest are read and the charts drawn again. */
+export function figuresBlock(inspection, tracesetId) {
   const box = h('div', { class: 'chart-box figures-box' });
+  const caption = h('p', { class: 'chart-caption', id: 'figures-caption', 'aria-live': 'polite' });
+  let figures = inspection.perRank || [];
+  const total = inspection.perRankCount || figures.length;
+  const say = (extra) => {
+    caption.textContent = 'GPU time as Holistic Trace Analysis counts it, in percent of each rank\'s GPU span; '
+      + 'step time is the median of each rank\'s ProfilerStep. '
+      + (figures.length < total ? `The first ${formatCount(figures.length)} of ${formatCount(total)} ranks are shown` : `All ${formatCount(total)} ranks are shown`)
+      + (extra ? `; ${extra}` : '.');
+  };
   let lastWidth = 0;
   const draw = () => {
     lastWidth = box.clientWidth;
-    const charts = [gpuChart(inspection, lastWidth), stepChart(inspection, lastWidth)].filter(Boolean);
+    const charts = [gpuChart(inspection, figures, lastWidth), stepChart(inspection, figures, lastWidth)].filter(Boolean);
     box.replaceChildren(...(charts.length ? charts : [h('p', { class: 'muted' }, 'No trace has GPU time or steps.')]));
   };
   new ResizeObserver(() => {
     if (box.isConnected && box.clientWidth !== lastWidth) draw();
   }).observe(box);
-  const shown = (inspection.perRank || []).length;
-  const total = inspection.perRankCount || shown;
-  const caption = `GPU time as Holistic Trace Analysis counts it, in percent of each rank's GPU span; step time is the median of each rank's ProfilerStep`
-    + (total > shown ? `. The first ${formatCount(shown)} of ${formatCount(total)} ranks are shown.` : '.');
-  return [h('h3', {}, 'Per-rank figures'), h('p', { class: 'chart-caption' }, caption), box, legend(inspection)];
+  if (figures.length < total && tracesetId) {
+    say(`reading the other ${formatCount(Math.min(total, FETCHED_RANKS) - figures.length)}…`);
+    allFigures(tracesetId).then((all) => {
+      if (all.length > figures.length) figures = all;
+      say(total > figures.length ? `the page reads at most ${formatCount(FETCHED_RANKS)}.` : '');
+      if (lastWidth) draw();
+    }, (error) => say(`the others could not be read: ${error.message}`));
+  } else {
+    say('');
+  }
+  return [h('h3', {}, 'Per-rank figures'), caption, box, legend(inspection)];
 }
