@@ -28,24 +28,27 @@ import secrets
 import socket
 import threading
 from collections.abc import Callable
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
 import orjson
 from sqlalchemy import Connection
 
-from tracesets.analysis import TraceAnalysis, analyze_file
+from tracesets.analysis import analyze_file
 from tracesets.analysis import stored as stored_analysis
-from tracesets.analysis.checks import declared_parallelism
-from tracesets.analysis.report import analyse_traceset
 from tracesets.db import inspection_files as claims
 from tracesets.db import queries
 from tracesets.db.engine import Database
 from tracesets.db.inspection_files import Claim
-from tracesets.inspection import ByteSource, FileFinding, SourceError, inspect_file, summarize
-from tracesets.inspection.report import empty_json, result_json
+from tracesets.inspection import (
+    ByteSource,
+    BytesSource,
+    SourceError,
+    inspect_file,
+)
+from tracesets.inspection.source import fetch
 from tracesets.records import Traceset
+from tracesets.service.joined import failure_json, join_results
 from tracesets.storage.base import BlobStore, blob_key
 
 log = logging.getLogger("tracesets.inspection")
@@ -57,11 +60,10 @@ MAX_ATTEMPTS: Final = 3
 #: two transactions, otherwise cost more than reading it.
 MAX_BATCH_FILES: Final = 16
 MAX_BATCH_BYTES: Final = 64 * 1024 * 1024
+#: Files up to this size are read whole, once: inspection and analysis read a file two
+#: or three times (head, tail, events), each a request to S3.
+WHOLE_READ_BYTES: Final = 1024 * 1024
 IDLE_SECONDS: Final = 2.0
-
-
-def failure_json(reason: str) -> bytes:
-    return empty_json([f"The traces could not be inspected: {reason}"])
 
 
 #: Promotion's warning while the traces are still being read: their disagreements, if
@@ -110,41 +112,6 @@ class _Stoppable:
 
 def _utcnow() -> datetime:
     return datetime.now(UTC)
-
-
-def join_results(
-    conn: Connection, seq: int
-) -> tuple[str, bytes, bool | None, bool | None, list[bytes]] | None:
-    """The inspection of every file's recorded result: (status, JSON, ok, consistent,
-    per-rank figures). None when the traceset is gone."""
-    traceset = claims.traceset_of(conn, seq)
-    if traceset is None:
-        return None
-    rank_count, metadata_text = traceset
-    findings: list[FileFinding] = []
-    traces: list[TraceAnalysis] = []
-    for name, status, result in claims.results(conn, seq):
-        if status == "failed":
-            return "failed", failure_json(f"{name}: {result}"), False, None, []
-        found, analysed = stored_analysis.loads(result)
-        findings.extend(found)
-        traces.extend(analysed)
-    summary = summarize(findings, declared_rank_count=rank_count)
-    metadata = orjson.loads(metadata_text) if metadata_text else None
-    analysis = analyse_traceset(
-        findings,
-        traces,
-        parallelism=declared_parallelism(metadata),
-        world_size=summary.world_size or rank_count,
-    )
-    summary = replace(summary, warnings=[*summary.warnings, *analysis.checks.warnings])
-    return (
-        "done",
-        result_json(summary, findings, analysis.inline()),
-        not summary.warnings,
-        not analysis.checks.warnings,
-        [orjson.dumps(figures) for figures in analysis.ranks],
-    )
 
 
 class InspectionQueue:
@@ -230,10 +197,12 @@ class InspectionQueue:
             if self.before_file is not None:
                 self.before_file(claim.name)
             assert claim.sha256 is not None  # complete recorded every file's digest
-            source = _Stoppable(
+            source: ByteSource = _Stoppable(
                 self.store.open_source(blob_key(claim.traceset_id, claim.idx), sha256=claim.sha256),
                 self.stopping,
             )
+            if source.size <= WHOLE_READ_BYTES:  # one request, not one per range
+                source = BytesSource(fetch(source, 0, source.size))
             findings = inspect_file(claim.name, source)
             traces = analyze_file(claim.name, source)
         except Exception as exc:  # the store failed, not the traces: those become findings

@@ -1,0 +1,61 @@
+"""An inspection's result from its files' recorded results: the traceset's checks.
+
+Run once per inspection, by the process that records its last file, inside that
+transaction (``tracesets.service.inspections``): each file's findings and figures come
+back from their stored JSON, in file order, and go through the same summary and checks
+across ranks as ``tracesets inspect`` runs on local files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import orjson
+from sqlalchemy import Connection
+
+from tracesets.analysis import TraceAnalysis
+from tracesets.analysis import stored as stored_analysis
+from tracesets.analysis.checks import declared_parallelism
+from tracesets.analysis.report import analyse_traceset
+from tracesets.db import inspection_files as claims
+from tracesets.inspection import FileFinding, summarize
+from tracesets.inspection.report import empty_json, result_json
+
+
+def failure_json(reason: str) -> bytes:
+    return empty_json([f"The traces could not be inspected: {reason}"])
+
+
+def join_results(
+    conn: Connection, seq: int
+) -> tuple[str, bytes, bool | None, bool | None, list[bytes]] | None:
+    """The inspection of every file's recorded result: (status, JSON, ok, consistent,
+    per-rank figures). None when the traceset is gone."""
+    traceset = claims.traceset_of(conn, seq)
+    if traceset is None:
+        return None
+    rank_count, metadata_text = traceset
+    findings: list[FileFinding] = []
+    traces: list[TraceAnalysis] = []
+    for name, status, result in claims.results(conn, seq):
+        if status == "failed":
+            return "failed", failure_json(f"{name}: {result}"), False, None, []
+        found, analysed = stored_analysis.loads(result)
+        findings.extend(found)
+        traces.extend(analysed)
+    summary = summarize(findings, declared_rank_count=rank_count)
+    metadata = orjson.loads(metadata_text) if metadata_text else None
+    analysis = analyse_traceset(
+        findings,
+        traces,
+        parallelism=declared_parallelism(metadata),
+        world_size=summary.world_size or rank_count,
+    )
+    summary = replace(summary, warnings=[*summary.warnings, *analysis.checks.warnings])
+    return (
+        "done",
+        result_json(summary, findings, analysis.inline()),
+        not summary.warnings,
+        not analysis.checks.warnings,
+        [orjson.dumps(figures) for figures in analysis.ranks],
+    )
