@@ -50,9 +50,10 @@ bench: setup  ## figures and ratios, not pass/fail
 	$(BIN)/python bench/cli_upload.py
 	$(BIN)/python bench/inspect_traces.py
 	$(BIN)/python bench/list_filter.py
+	$(BIN)/python bench/workers.py
 
 bench-scaled: setup  ## the PostgreSQL and S3 figures, on services started here on loopback
-	BIN=$(BIN) scripts/with-scaled-services sh -c '$(BIN)/python bench/list_filter.py --no-sqlite && $(BIN)/python bench/upload_url_backends.py && $(BIN)/python bench/multipart.py'
+	BIN=$(BIN) scripts/with-scaled-services sh -c '$(BIN)/python bench/list_filter.py --no-sqlite && $(BIN)/python bench/upload_url_backends.py && $(BIN)/python bench/multipart.py && $(BIN)/python bench/workers.py'
 
 openapi: setup  ## rewrite openapi.json from the app
 	$(BIN)/python -m tracesets.api.openapi > openapi.json
