@@ -28,6 +28,7 @@ from tracesets.db import queries
 from tracesets.db.engine import Database
 from tracesets.inspection import FileFinding, Summary, inspect_file, summarize
 from tracesets.inspection.report import empty_json, result_json
+from tracesets.inspection.source import read_once
 from tracesets.records import Traceset
 from tracesets.storage.base import BlobStore
 
@@ -79,7 +80,10 @@ class InspectionQueue:
         for f in traceset.files:
             if f.role == "primary":
                 assert f.sha256 is not None  # complete recorded every file's digest
-                source = self.store.open_source(f"{traceset.id}/{f.idx}", sha256=f.sha256)
+                # One request for a small file's findings and figures, not three.
+                source = read_once(
+                    self.store.open_source(f"{traceset.id}/{f.idx}", sha256=f.sha256)
+                )
                 findings.extend(inspect_file(f.name, source))
                 traces.extend(analyze_file(f.name, source))
                 if seq is not None:
