@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.inspection.kineto_writer import kineto_trace
+from tracesets.analysis import analyze_file
 from tracesets.inspection import (
     ByteSource,
     BytesSource,
@@ -20,7 +21,6 @@ from tracesets.inspection import (
     inspect_file,
     open_source,
 )
-from tracesets.analysis import analyze_file
 from tracesets.inspection.decompress import GzipReader, Truncated
 from tracesets.inspection.source import read_once
 
