@@ -17,6 +17,10 @@ with ``PYTHONPATH`` pointing at it. Each round, in alternating order, times:
   (``InspectionQueue.inspect``: each file's findings and figures, then the summary and
   the checks across ranks), in a subprocess, the call alone timed.
 
+Before the rounds, where the time goes: today's command taken apart step by step in one
+process, in CPU seconds (start-up, listing, headers, decompression, the figures' pass
+over every event, the summary and checks, the JSON report, the tables).
+
 Every answer is checked to be byte for byte the same as the code before gave. Then the
 median of the rounds, the spread (min-max), the CPU time (user + system) of each, and
 the ratio before / now.
@@ -26,8 +30,10 @@ the ratio before / now.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
+import io
 import json
 import os
 import resource
@@ -139,6 +145,59 @@ def service_run(store_root: Path, result: Path) -> None:
     print(json.dumps({"seconds": elapsed, "cpu": cpu}))
 
 
+def where_time_goes(folder: Path) -> None:
+    """Today's ``tracesets inspect`` taken apart, one step after the other in this process
+    (the figures' pass alone in one process, as before, to show its own cost)."""
+    before = _children_cpu()
+    subprocess.run([sys.executable, "-c", "import tracesets.cli.main"], check=True)
+    steps = [("start-up: Python and the imports", _children_cpu() - before)]
+
+    from rich.console import Console
+
+    from tracesets.analysis import analyze_file
+    from tracesets.analysis.report import analyse_traceset
+    from tracesets.cli.figures import figures_table, json_members
+    from tracesets.cli.inspect import print_report
+    from tracesets.client.files import collect
+    from tracesets.inspection import FileSource, inspect_file, summarize
+    from tracesets.inspection.report import result_json
+
+    def step(what: str, started: float) -> None:
+        steps.append((what, time.process_time() - started))
+
+    begun = time.process_time()
+    files = collect([folder], ())
+    step("listing the files", begun)
+    begun = time.process_time()
+    findings = [f for file in files for f in inspect_file(file.name, FileSource(file.path))]
+    step("each file's header (findings)", begun)
+    begun = time.process_time()
+    for file in files:
+        gzip.decompress(file.path.read_bytes())
+    step("(decompressing every file whole)", begun)
+    begun = time.process_time()
+    traces = [t for file in files for t in analyze_file(file.name, FileSource(file.path))]
+    step("each file's figures: every event", begun)
+    begun = time.process_time()
+    summary = summarize(findings, declared_rank_count=None)
+    analysis = analyse_traceset(findings, traces, world_size=summary.world_size)
+    step("summary and the checks across ranks", begun)
+    begun = time.process_time()
+    report = result_json(summary, findings, json_members(analysis))
+    step("--json: the report", begun)
+    begun = time.process_time()
+    table = io.StringIO()
+    out = Console(highlight=False, width=100_000, file=table)
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        print_report(findings, summary)
+        out.print(figures_table(analysis))
+    step("the two tables (rich)", begun)
+    assert report and table.getvalue()
+    print(f"where the CPU time goes, today's code, one process ({len(files):,} files):")
+    for what, seconds in steps:
+        print(f"  {what:38} {seconds:7.2f} s")
+
+
 @dataclass
 class Figures:
     wall: list[float]
@@ -188,6 +247,7 @@ def job_figures(root: Path, *, ranks: int, rounds: int, base: str) -> None:
     now_src = ROOT / "src"
     store_root = root / "store"
     lay_out_store(paths, store_root)
+    where_time_goes(root / "job")
     runs: dict[str, Callable[[Path, Path], tuple[float, float]]] = {
         "tracesets inspect --json": lambda src, out: run_cli(src, root / "job", out, "--json"),
         "tracesets inspect (table)": lambda src, out: run_cli(src, root / "job", out),
