@@ -45,7 +45,7 @@ import sys
 import tarfile
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -60,6 +60,9 @@ EVENT_STRIDE: Final = 5
 MISSING: Final = (17, 3_001)
 TWICE: Final = 42
 SIGNING_SECRET: Final = b"bench-signing-secret-" + b"0" * 16
+
+#: One timed run: the code's ``src`` and where its answer goes, to (wall, CPU) seconds.
+Timed = Callable[[Path, Path], tuple[float, float]]
 
 
 def _header(rank: int, ranks: int) -> bytes:
@@ -123,13 +126,46 @@ def lay_out_store(paths: list[Path], store_root: Path) -> Path:
     return store_root / "manifest.json"
 
 
-def service_run(store_root: Path, result: Path) -> None:
+@contextlib.contextmanager
+def s3_bucket(paths: list[Path], manifest: Path) -> Iterator[str]:
+    """An S3 server (moto, as the scaled tests run) on a loopback port it picks, holding
+    the files as a traceset's objects; yields the store's URL (``AWS_*`` set for it)."""
+    import boto3
+
+    server = subprocess.Popen(
+        [sys.executable, str(ROOT / "scripts/s3_server.py")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        port = int(server.stdout.readline())
+        os.environ.update(
+            AWS_ACCESS_KEY_ID="bench",
+            AWS_SECRET_ACCESS_KEY="bench",
+            AWS_DEFAULT_REGION="us-east-1",
+            AWS_ENDPOINT_URL=f"http://127.0.0.1:{port}",
+        )
+        s3 = boto3.client("s3")
+        s3.create_bucket(Bucket="bench")
+        for idx, _, _, _ in json.loads(manifest.read_text()):
+            s3.put_object(Bucket="bench", Key=f"traces/job/{idx}", Body=paths[idx].read_bytes())
+        yield "s3://bench/traces"
+    finally:
+        server.terminate()
+        server.wait()
+
+
+def service_run(store_root: Path, result: Path, s3_url: str | None = None) -> None:
     """(In a subprocess, under either code) the service's inspection of the laid-out
     traceset, timed alone; writes its result JSON to ``result``, prints the seconds."""
     from tracesets.inspection.report import result_json
     from tracesets.records import StoredFile, Traceset
     from tracesets.service.inspections import InspectionQueue
+    from tracesets.storage.base import BlobStore
     from tracesets.storage.local import LocalBlobStore
+    from tracesets.storage.s3 import S3BlobStore
     from tracesets.storage.signing import URLSigner
 
     now = datetime.now(UTC)
@@ -138,7 +174,17 @@ def service_run(store_root: Path, result: Path) -> None:
         for idx, name, size, sha256 in json.loads((store_root / "manifest.json").read_text())
     ]
     traceset = Traceset(1, "job", "bench", "job", None, "ready", now, now, None, None, None, files)
-    store = LocalBlobStore(store_root, URLSigner(SIGNING_SECRET))
+    store: BlobStore = (
+        LocalBlobStore(store_root, URLSigner(SIGNING_SECRET))
+        if s3_url is None
+        else S3BlobStore(
+            s3_url,
+            upload_ttl=3600,
+            download_ttl=900,
+            multipart_threshold=1 << 30,
+            part_size=1 << 26,
+        )
+    )
     queue = InspectionQueue(db=None, store=store)  # type: ignore[arg-type]  # no claim to renew
     started, cpu = time.perf_counter(), time.process_time()
     summary, findings, analysis = queue.inspect(traceset)
@@ -220,9 +266,12 @@ def run_cli(pythonpath: Path, folder: Path, out: Path, *args: str) -> tuple[floa
     return time.perf_counter() - started, _children_cpu() - cpu
 
 
-def run_service(pythonpath: Path, store_root: Path, out: Path) -> tuple[float, float]:
+def run_service(
+    pythonpath: Path, store_root: Path, out: Path, s3_url: str | None = None
+) -> tuple[float, float]:
     env = {**os.environ, "PYTHONPATH": f"{pythonpath}{os.pathsep}{ROOT / 'bench'}"}
     argv = [sys.executable, __file__, "--service-run", str(store_root), str(out)]
+    argv += [s3_url] if s3_url is not None else []
     done = subprocess.run(argv, env=env, capture_output=True, text=True, check=True)
     timing: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return float(timing["seconds"]), float(timing["cpu"])
@@ -241,20 +290,40 @@ def _line(what: str, before: Figures, now: Figures) -> str:
     )
 
 
-def job_figures(root: Path, *, ranks: int, rounds: int, base: str) -> None:
+def job_figures(root: Path, *, ranks: int, rounds: int, base: str, s3: bool) -> None:
     paths = write_job(root / "job", ranks)
     size = sum(path.stat().st_size for path in paths)
     print(f"\n{len(paths):,} gzip traces of {ranks:,} ranks, {size / 1e6:,.0f} MB; base {base}")
     before_src = base_tree(base, root / "base")
     now_src = ROOT / "src"
     store_root = root / "store"
-    lay_out_store(paths, store_root)
-    where_time_goes(root / "job")
-    runs: dict[str, Callable[[Path, Path], tuple[float, float]]] = {
-        "tracesets inspect --json": lambda src, out: run_cli(src, root / "job", out, "--json"),
-        "tracesets inspect (table)": lambda src, out: run_cli(src, root / "job", out),
-        "service inspection": lambda src, out: run_service(src, store_root, out),
-    }
+    manifest = lay_out_store(paths, store_root)
+    with contextlib.ExitStack() as stack:
+        runs: dict[str, Timed]
+        if s3:  # the service alone, reading from S3
+            url = stack.enter_context(s3_bucket(paths, manifest))
+            runs = {
+                "service inspection, S3": lambda src, out: run_service(src, store_root, out, url)
+            }
+        else:
+            where_time_goes(root / "job")
+            runs = {
+                "tracesets inspect --json": lambda src, out: run_cli(
+                    src, root / "job", out, "--json"
+                ),
+                "tracesets inspect (table)": lambda src, out: run_cli(src, root / "job", out),
+                "service inspection": lambda src, out: run_service(src, store_root, out),
+            }
+        _rounds(root, runs, rounds, before_src, now_src)
+
+
+def _rounds(
+    root: Path,
+    runs: dict[str, Timed],
+    rounds: int,
+    before_src: Path,
+    now_src: Path,
+) -> None:
     figures = {(what, who): Figures([], []) for what in runs for who in ("before", "now")}
     for turn in range(rounds):
         order = [("before", before_src), ("now", now_src)]
@@ -278,4 +347,4 @@ def job_figures(root: Path, *, ranks: int, rounds: int, base: str) -> None:
 
 
 if __name__ == "__main__" and sys.argv[1:2] == ["--service-run"]:
-    service_run(Path(sys.argv[2]), Path(sys.argv[3]))
+    service_run(Path(sys.argv[2]), Path(sys.argv[3]), *sys.argv[4:5])

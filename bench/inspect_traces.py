@@ -23,7 +23,7 @@ peak of Python's allocations (tracemalloc) during each inspection.
 the service, with the code before this branch's work and with today's, same run
 (``bench/inspect_job.py`` says how).
 
-    .venv/bin/python bench/inspect_traces.py --job [--rounds N] [--ranks N] [--base REV]
+    .venv/bin/python bench/inspect_traces.py --job [--s3] [--rounds N] [--ranks N] [--base REV]
 """
 
 from __future__ import annotations
@@ -140,10 +140,13 @@ def main() -> None:
     parser.add_argument("--job", action="store_true", help="a job's folder: before and now")
     parser.add_argument("--ranks", type=int, default=4096, help="the job's ranks (--job)")
     parser.add_argument("--base", default=BASE, help="the code before (--job): a git revision")
+    parser.add_argument("--s3", action="store_true", help="--job: the service, reading from S3")
     args = parser.parse_args()
     if args.job:
         with tempfile.TemporaryDirectory(prefix="inspect-job-") as folder:
-            job_figures(Path(folder), ranks=args.ranks, rounds=args.rounds, base=args.base)
+            job_figures(
+                Path(folder), ranks=args.ranks, rounds=args.rounds, base=args.base, s3=args.s3
+            )
         return
     ranks, big, big_gzip = (64, 64 * MIB, 64 * MIB) if args.quick else (256, 256 * MIB, 1024 * MIB)
     with tempfile.TemporaryDirectory(prefix="inspect-bench-") as folder:
