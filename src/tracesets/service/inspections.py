@@ -17,6 +17,7 @@ import contextlib
 import logging
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Final
 
 import orjson
@@ -27,8 +28,8 @@ from tracesets.analysis.report import TracesetAnalysis, analyse_traceset
 from tracesets.db import queries
 from tracesets.db.engine import Database
 from tracesets.inspection import FileFinding, Summary, inspect_file, summarize
+from tracesets.inspection.prefetch import read_ahead
 from tracesets.inspection.report import empty_json, result_json
-from tracesets.inspection.source import read_once
 from tracesets.records import Traceset
 from tracesets.storage.base import BlobStore
 
@@ -77,18 +78,20 @@ class InspectionQueue:
         the claim on inspection ``seq`` is renewed after each file."""
         findings: list[FileFinding] = []
         traces: list[TraceAnalysis] = []
-        for f in traceset.files:
-            if f.role == "primary":
-                assert f.sha256 is not None  # complete recorded every file's digest
-                # One request for a small file's findings and figures, not three.
-                source = read_once(
-                    self.store.open_source(f"{traceset.id}/{f.idx}", sha256=f.sha256)
-                )
-                findings.extend(inspect_file(f.name, source))
-                traces.extend(analyze_file(f.name, source))
-                if seq is not None:
-                    with self.db.write() as conn:
-                        queries.renew_inspection_claim(conn, seq=seq, now=datetime.now(UTC))
+        primary = [f for f in traceset.files if f.role == "primary"]
+        digests = [f.sha256 for f in primary]
+        assert None not in digests  # complete recorded every file's digest
+        openers = [
+            partial(self.store.open_source, f"{traceset.id}/{f.idx}", sha256=str(digest))
+            for f, digest in zip(primary, digests, strict=True)
+        ]
+        # The next files are fetched while one is read, each in one request when small.
+        for f, source in zip(primary, read_ahead(openers), strict=True):
+            findings.extend(inspect_file(f.name, source))
+            traces.extend(analyze_file(f.name, source))
+            if seq is not None:
+                with self.db.write() as conn:
+                    queries.renew_inspection_claim(conn, seq=seq, now=datetime.now(UTC))
         summary = summarize(findings, declared_rank_count=traceset.rank_count)
         metadata = orjson.loads(traceset.workload_metadata) if traceset.workload_metadata else None
         analysis = analyse_traceset(
