@@ -11,7 +11,7 @@ are held ahead; a larger file is only opened ahead and read by ranges when its t
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Final
 
@@ -27,7 +27,7 @@ def _fetch(open_source: Callable[[], ByteSource]) -> ByteSource:
 
 def read_ahead(
     openers: Iterable[Callable[[], ByteSource]], *, depth: int = DEPTH
-) -> Iterator[ByteSource]:
+) -> Generator[ByteSource, None, None]:
     """Each opener's source, in order, fetched up to ``depth`` ahead. A failure to open
     or fetch one is raised when its turn comes, as if it had been fetched then."""
     pending: deque[Future[ByteSource]] = deque()
