@@ -53,7 +53,8 @@ from typing import Any, Final
 
 ROOT: Final = Path(__file__).resolve().parents[1]
 REAL_TRACE: Final = ROOT / "tests/data/traces/sampled_rank-0.json.gz"
-#: Where this branch started: the code measured as "before".
+#: The code measured as "before": the last commit before the files were shared out
+#: among processes and fetched ahead.
 BASE: Final = "6f80116"
 #: Every this many events of the real trace are kept: about 34 KB of gzip a rank.
 EVENT_STRIDE: Final = 5

@@ -20,7 +20,7 @@ peak of Python's allocations (tracemalloc) during each inspection.
     .venv/bin/python bench/inspect_traces.py [--quick] [--rounds N]
 
 ``--job``: instead, a 4,096-rank job's folder inspected by ``tracesets inspect`` and by
-the service, with the code before this branch's work and with today's, same run
+the service, with the code before (commit 6f80116) and with today's, same run
 (``bench/inspect_job.py`` says how).
 
     .venv/bin/python bench/inspect_traces.py --job [--s3] [--rounds N] [--ranks N] [--base REV]
