@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
 from pathlib import Path
 
+import pytest
+
 from tests.analysis.run_writer import Run, write_run
-from tracesets.cli.reading import PARALLEL_FROM, read_file, read_files
+from tracesets.cli import reading
+from tracesets.cli.reading import PARALLEL_FROM, Reading, read_file, read_files
 from tracesets.client.files import LocalFile, collect
 
 
@@ -53,3 +58,32 @@ def test_a_file_gone_since_it_was_listed_is_a_finding_that_says_so(tmp_path: Pat
     (finding,) = reading.findings
     assert not finding.readable and finding.size == gone.size
     assert finding.problem is not None and finding.problem.startswith("could not be read: ")
+
+
+def test_without_processes_this_process_reads_them_all(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = job(tmp_path)
+    alone = read_files(files, figures=True, workers=1)
+
+    class NoSharedMemory:
+        def __init__(self, max_workers: int) -> None:
+            raise OSError("no /dev/shm for the pool's locks")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(reading, "ProcessPoolExecutor", NoSharedMemory)
+        assert read_files(files, figures=True, workers=2) == alone
+
+    monkeypatch.setattr(reading, "_read_batch", _killed_in_a_worker)
+    assert read_files(files, figures=True, workers=2) == alone
+
+
+PARENT = os.getpid()
+READ_BATCH = reading._read_batch
+
+
+def _killed_in_a_worker(batch: Sequence[LocalFile], figures: bool) -> list[Reading]:
+    """A batch that ends its worker process, as the kernel's OOM killer would."""
+    if os.getpid() != PARENT:
+        os._exit(9)
+    return READ_BATCH(batch, figures)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Final
 
@@ -69,6 +70,21 @@ def _read_batch(files: Sequence[LocalFile], figures: bool) -> list[Reading]:
     return [read_file(file, figures) for file in files]
 
 
+def _read_in_processes(
+    files: Sequence[LocalFile], figures: bool, workers: int
+) -> list[Reading] | None:
+    """The readings of ``files`` by ``workers`` processes; None when processes cannot be
+    had (no shared memory for their locks, one killed), and this process reads them."""
+    size = -(-len(files) // (workers * BATCHES_PER_PROCESS))
+    batches = [files[i : i + size] for i in range(0, len(files), size)]
+    try:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            done = pool.map(_read_batch, batches, [figures] * len(batches))
+            return [reading for batch in done for reading in batch]
+    except (OSError, NotImplementedError, BrokenProcessPool):
+        return None
+
+
 def processes() -> int:
     """The cores this process may run on."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
@@ -78,14 +94,9 @@ def read_files(files: Sequence[LocalFile], *, figures: bool, workers: int | None
     """The findings (and figures) of the primary files among ``files``, in their order."""
     primary = [file for file in files if file.role == "primary"]
     workers = min(workers or processes(), max(1, len(primary) // PARALLEL_FROM))
-    if workers <= 1:
+    readings = _read_in_processes(primary, figures, workers) if workers > 1 else None
+    if readings is None:
         readings = _read_batch(primary, figures)
-    else:
-        size = -(-len(primary) // (workers * BATCHES_PER_PROCESS))
-        batches = [primary[i : i + size] for i in range(0, len(primary), size)]
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            done = pool.map(_read_batch, batches, [figures] * len(batches))
-            readings = [reading for batch in done for reading in batch]
     return Reading(
         [finding for reading in readings for finding in reading.findings],
         [trace for reading in readings for trace in reading.traces],
