@@ -10,7 +10,7 @@ import pytest
 
 from tests.analysis.run_writer import Run, write_run
 from tracesets.cli import reading
-from tracesets.cli.reading import PARALLEL_FROM, Reading, read_file, read_files
+from tracesets.cli.reading import PARALLEL_FROM, LocalReading, read_file, read_files
 from tracesets.client.files import LocalFile, collect
 
 
@@ -82,7 +82,7 @@ PARENT = os.getpid()
 READ_BATCH = reading._read_batch
 
 
-def _killed_in_a_worker(batch: Sequence[LocalFile], figures: bool) -> list[Reading]:
+def _killed_in_a_worker(batch: Sequence[LocalFile], figures: bool) -> list[LocalReading]:
     """A batch that ends its worker process, as the kernel's OOM killer would."""
     if os.getpid() != PARENT:
         os._exit(9)

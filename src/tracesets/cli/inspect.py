@@ -1,7 +1,8 @@
 """``tracesets inspect``: what local traces say about their ranks, before any upload.
 
 The same reader the service runs after ``complete``, on local files: a file is never
-read whole. ``tracesets upload`` runs it too, to propose a rank count or to warn
+parsed whole, and the files are shared among a process per core (``cli.reading``).
+``tracesets upload`` runs it too, to propose a rank count or to warn
 before sending a byte when the traces disagree with the declared one.
 """
 

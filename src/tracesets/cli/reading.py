@@ -29,7 +29,7 @@ BATCHES_PER_PROCESS: Final = 8
 
 
 @dataclass(frozen=True, slots=True)
-class Reading:
+class LocalReading:
     """What the traces of some files say: their findings and, if asked, their figures."""
 
     findings: list[FileFinding]
@@ -51,28 +51,28 @@ def unreadable(file: LocalFile, error: Exception) -> FileFinding:
     )
 
 
-def read_file(file: LocalFile, figures: bool) -> Reading:
+def read_file(file: LocalFile, figures: bool) -> LocalReading:
     """One primary file's findings, and its figures when ``figures``; a file that cannot
     be read is one finding that says so, and no figures."""
     try:
         source: ByteSource = read_once(FileSource(file.path))
         findings = inspect_file(file.name, source)
     except (OSError, SourceError) as error:
-        return Reading([unreadable(file, error)], [])
+        return LocalReading([unreadable(file, error)], [])
     try:
         traces = analyze_file(file.name, source) if figures else []
     except (OSError, SourceError):  # a file read again (a large one) that failed this time:
         traces = []  # its findings stand, and a missing figure is no wrong one
-    return Reading(findings, traces)
+    return LocalReading(findings, traces)
 
 
-def _read_batch(files: Sequence[LocalFile], figures: bool) -> list[Reading]:
+def _read_batch(files: Sequence[LocalFile], figures: bool) -> list[LocalReading]:
     return [read_file(file, figures) for file in files]
 
 
 def _read_in_processes(
     files: Sequence[LocalFile], figures: bool, workers: int
-) -> list[Reading] | None:
+) -> list[LocalReading] | None:
     """The readings of ``files`` by ``workers`` processes; None when processes cannot be
     had (no shared memory for their locks, one killed), and this process reads them."""
     size = -(-len(files) // (workers * BATCHES_PER_PROCESS))
@@ -90,14 +90,16 @@ def processes() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def read_files(files: Sequence[LocalFile], *, figures: bool, workers: int | None = None) -> Reading:
+def read_files(
+    files: Sequence[LocalFile], *, figures: bool, workers: int | None = None
+) -> LocalReading:
     """The findings (and figures) of the primary files among ``files``, in their order."""
     primary = [file for file in files if file.role == "primary"]
     workers = min(workers or processes(), max(1, len(primary) // PARALLEL_FROM))
     readings = _read_in_processes(primary, figures, workers) if workers > 1 else None
     if readings is None:
         readings = _read_batch(primary, figures)
-    return Reading(
+    return LocalReading(
         [finding for reading in readings for finding in reading.findings],
         [trace for reading in readings for trace in reading.traces],
     )
