@@ -22,7 +22,8 @@ from tracesets.client.files import LocalFile
 from tracesets.inspection import FileFinding, FileSource, SourceError, inspect_file
 from tracesets.inspection.source import ByteSource, read_once
 
-#: Below this many files the processes would cost more to start than they save.
+#: Files a process gets at the least: with fewer, starting it costs more than it saves
+#: (two processes from 64 files).
 PARALLEL_FROM: Final = 32
 #: Batches each process gets, so that one slow file does not leave the others idle.
 BATCHES_PER_PROCESS: Final = 8
