@@ -18,6 +18,12 @@ must be decompressed whole: 1 MiB against 1 GiB of gzip (``--quick``: 64 MiB), w
 peak of Python's allocations (tracemalloc) during each inspection.
 
     .venv/bin/python bench/inspect_traces.py [--quick] [--rounds N]
+
+``--job``: instead, a 4,096-rank job's folder inspected by ``tracesets inspect`` and by
+the service, with the code before (commit 6f80116) and with today's, same run
+(``bench/inspect_job.py`` says how).
+
+    .venv/bin/python bench/inspect_traces.py --job [--s3] [--rounds N] [--ranks N] [--base REV]
 """
 
 from __future__ import annotations
@@ -35,6 +41,8 @@ from typing import Final
 
 # The trace writer lives with the tests, which run it too; the bench uses the same one.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from inspect_job import BASE, job_figures
 
 from tests.inspection.kineto_writer import kineto_trace, write_big_gzip
 from tracesets.inspection import FileSource, inspect_file, summarize
@@ -129,7 +137,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="64 files, 1 vs 64 MiB; 64 MiB gzip")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--job", action="store_true", help="a job's folder: before and now")
+    parser.add_argument("--ranks", type=int, default=4096, help="the job's ranks (--job)")
+    parser.add_argument("--base", default=BASE, help="the code before (--job): a git revision")
+    parser.add_argument("--s3", action="store_true", help="--job: the service, reading from S3")
     args = parser.parse_args()
+    if args.job:
+        with tempfile.TemporaryDirectory(prefix="inspect-job-") as folder:
+            job_figures(
+                Path(folder), ranks=args.ranks, rounds=args.rounds, base=args.base, s3=args.s3
+            )
+        return
     ranks, big, big_gzip = (64, 64 * MIB, 64 * MIB) if args.quick else (256, 256 * MIB, 1024 * MIB)
     with tempfile.TemporaryDirectory(prefix="inspect-bench-") as folder:
         root = Path(folder)

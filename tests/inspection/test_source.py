@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.inspection.kineto_writer import kineto_trace
+from tracesets.analysis import analyze_file
 from tracesets.inspection import (
     ByteSource,
     BytesSource,
@@ -21,6 +22,7 @@ from tracesets.inspection import (
     open_source,
 )
 from tracesets.inspection.decompress import GzipReader, Truncated
+from tracesets.inspection.source import read_once
 
 DATA = bytes(range(256)) * 1000
 
@@ -114,3 +116,30 @@ def test_gzip_reader_says_when_the_stream_stops_early() -> None:
     with pytest.raises(Truncated):
         while reader.read(4096):
             pass
+
+
+def test_a_small_file_read_once_costs_one_request_for_findings_and_figures() -> None:
+    trace = gzip.compress(kineto_trace(3, 8, events=200))
+    direct = Recording(trace)
+    expected = (inspect_file("rank3.json.gz", direct), analyze_file("rank3.json.gz", direct))
+    assert len(direct.reads) >= 3  # sniff, head, then the figures' stream
+    counted = Recording(trace)
+    source = read_once(counted)
+    found = (inspect_file("rank3.json.gz", source), analyze_file("rank3.json.gz", source))
+    assert counted.reads == [(0, len(trace))]
+    assert found == expected and found[0][0].rank == 3
+
+
+def test_a_file_over_the_limit_is_left_to_ranged_reads() -> None:
+    counted = Recording(kineto_trace(0, 1, events=200))
+    assert read_once(counted, limit=counted.size - 1) is counted
+    assert counted.reads == []
+
+
+def test_a_source_that_fails_its_one_read_is_a_source_error() -> None:
+    class Broken(Recording):
+        def read(self, offset: int, length: int) -> bytes:
+            raise OSError("disk error")
+
+    with pytest.raises(SourceError, match="disk error"):
+        read_once(Broken(kineto_trace(0, 1, events=20)))

@@ -3,30 +3,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from rich.table import Table
 
-from tracesets.analysis import TraceAnalysis, analyze_file
-from tracesets.analysis.report import TracesetAnalysis, analyse_traceset
-from tracesets.client.files import LocalFile
-from tracesets.inspection import FileFinding, FileSource, SourceError
-
-
-def analyse_local(
-    files: Sequence[LocalFile], findings: Sequence[FileFinding], *, world_size: int | None
-) -> TracesetAnalysis:
-    """Every primary file read through once; a file that cannot be read is left to
-    inspection, which already says so."""
-    traces: list[TraceAnalysis] = []
-    for file in files:
-        if file.role == "primary":
-            try:
-                traces.extend(analyze_file(file.name, FileSource(file.path)))
-            except (OSError, SourceError):
-                continue
-    return analyse_traceset(findings, traces, world_size=world_size)
+from tracesets.analysis.report import TracesetAnalysis
 
 
 def json_members(analysis: TracesetAnalysis) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """``tracesets inspect``: what local traces say about their ranks, before any upload.
 
 The same reader the service runs after ``complete``, on local files: a file is never
-read whole. ``tracesets upload`` runs it too, to propose a rank count or to warn
+parsed whole, and the files are shared among a process per core (``cli.reading``).
+``tracesets upload`` runs it too, to propose a rank count or to warn
 before sending a byte when the traces disagree with the declared one.
 """
 
@@ -18,12 +19,13 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from tracesets.cli.figures import analyse_local, figures_table, json_members
+from tracesets.analysis.report import analyse_traceset
+from tracesets.cli.figures import figures_table, json_members
 from tracesets.cli.output import say, warn
+from tracesets.cli.reading import read_files
 from tracesets.client.files import LocalFile, collect
-from tracesets.inspection import FileFinding, Summary, inspect_file, summarize
+from tracesets.inspection import FileFinding, Summary, summarize
 from tracesets.inspection.report import result_json
-from tracesets.inspection.source import FileSource, SourceError
 from tracesets.inspection.summary import SHOWN_RANKS, gaps, runs_text
 
 
@@ -35,29 +37,8 @@ def _stdout() -> Console:
 
 
 def inspect_local(files: Sequence[LocalFile]) -> list[FileFinding]:
-    """Findings for the primary files among ``files``."""
-    findings: list[FileFinding] = []
-    for file in files:
-        if file.role != "primary":
-            continue
-        try:
-            findings.extend(inspect_file(file.name, FileSource(file.path)))
-        except (OSError, SourceError) as exc:
-            findings.append(
-                FileFinding(
-                    file=file.name,
-                    member=None,
-                    format="unknown",
-                    size=file.size,
-                    rank=None,
-                    world_size=None,
-                    backend=None,
-                    rank_source=None,
-                    problem=f"could not be read: {exc}",
-                    readable=False,
-                )
-            )
-    return findings
+    """Findings for the primary files among ``files``: their headers (and tails), no figures."""
+    return read_files(files, figures=False).findings
 
 
 def ranks_list(numbers: Sequence[int], count: int | None = None) -> str:
@@ -150,9 +131,11 @@ def inspect(
     """Print what each trace says about its rank and its per-rank figures, what ranks are
     missing, and where ranks disagree; upload nothing."""
     files = collect(paths, ())
-    findings = inspect_local(files)
+    reading = read_files(files, figures=True)
+    findings = reading.findings
     summary = summarize(findings, declared_rank_count=rank_count)
-    analysis = analyse_local(files, findings, world_size=summary.world_size or rank_count)
+    world_size = summary.world_size or rank_count
+    analysis = analyse_traceset(findings, reading.traces, world_size=world_size)
     summary = replace(summary, warnings=[*summary.warnings, *analysis.checks.warnings])
     if as_json:
         report = result_json(summary, findings, json_members(analysis))

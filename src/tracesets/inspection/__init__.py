@@ -2,9 +2,10 @@
 
 A declared rank count is only a claim; the traces carry their own. Pure: bytes come in
 through a ``ByteSource`` (a local file, memory, or the service's S3 ranged reads), and
-findings come out. No file is ever parsed or held whole, so the cost of inspecting a
-trace does not grow with it, except for gzip traces that keep their ``distributedInfo``
-at the end, which are streamed through in bounded memory.
+findings come out. No file is ever parsed whole, nor held whole past ``READ_ONCE_LIMIT``
+(``read_once``: a rank's trace of a few dozen kilobytes costs one request, not three), so
+the cost of inspecting a trace does not grow with it, except for gzip traces that keep
+their ``distributedInfo`` at the end, which are streamed through in bounded memory.
 
     findings = inspect_file("traces.zip", FileSource("traces.zip"))
     summary = summarize(findings, declared_rank_count=16)

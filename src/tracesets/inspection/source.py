@@ -23,6 +23,10 @@ from typing import Final, Protocol
 BUFFER_SIZE: Final = 64 * 1024
 #: Gzip read straight through is read ahead this far: 1,024 requests for 1 GiB.
 READ_AHEAD: Final = 1024 * 1024
+#: A file up to this size is read in one request by ``read_once``: a rank's trace of a
+#: few dozen kilobytes is otherwise asked for its first bytes, its head and its whole
+#: stream (figures) apart, three requests where one does.
+READ_ONCE_LIMIT: Final = 4 * 1024 * 1024
 
 
 class ByteSource(Protocol):
@@ -82,6 +86,14 @@ class BytesSource:
 
     def read(self, offset: int, length: int) -> bytes:
         return self._data[offset : offset + length]
+
+
+def read_once(source: ByteSource, limit: int = READ_ONCE_LIMIT) -> ByteSource:
+    """``source`` itself when it is larger than ``limit``; else its bytes, read in one
+    request and held while the file is read (bounded by ``limit``, like any read ahead)."""
+    if source.size > limit:
+        return source
+    return BytesSource(fetch(source, 0, source.size))
 
 
 class SliceSource:

@@ -28,6 +28,7 @@ import secrets
 import socket
 import threading
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
@@ -40,13 +41,8 @@ from tracesets.db import inspection_files as claims
 from tracesets.db import queries
 from tracesets.db.engine import Database
 from tracesets.db.inspection_files import Claim
-from tracesets.inspection import (
-    ByteSource,
-    BytesSource,
-    SourceError,
-    inspect_file,
-)
-from tracesets.inspection.source import fetch
+from tracesets.inspection import ByteSource, SourceError, inspect_file
+from tracesets.inspection.source import read_once
 from tracesets.records import Traceset
 from tracesets.service.joined import failure_json, join_results
 from tracesets.storage.base import BlobStore, blob_key
@@ -60,9 +56,9 @@ MAX_ATTEMPTS: Final = 3
 #: two transactions, otherwise cost more than reading it.
 MAX_BATCH_FILES: Final = 16
 MAX_BATCH_BYTES: Final = 64 * 1024 * 1024
-#: Files up to this size are read whole, once: inspection and analysis read a file two
-#: or three times (head, tail, events), each a request to S3.
-WHOLE_READ_BYTES: Final = 1024 * 1024
+#: Files of a batch fetched at once, while one is read: a rank's trace costs a few
+#: milliseconds of CPU and as much again of round trips to S3 (the wait releases the GIL).
+FETCH_AHEAD: Final = 8
 IDLE_SECONDS: Final = 2.0
 
 
@@ -177,12 +173,20 @@ class InspectionQueue:
         self._held = list(batch)
         try:
             outcomes: list[tuple[Claim, str, str]] = []
-            for claim in batch:
-                if self.stopping.is_set():
-                    break
-                outcome = self._inspect_one(claim)
-                if outcome is not None:
-                    outcomes.append((claim, *outcome))
+            pool = ThreadPoolExecutor(FETCH_AHEAD, thread_name_prefix="inspection-fetch")
+            try:
+                # Small files are read whole, in one request (``read_once``): inspection and
+                # analysis read a file two or three times (head, tail, events). A batch holds
+                # at most MAX_BATCH_FILES small ones.
+                fetched = [pool.submit(self._open, claim) for claim in batch]
+                for claim, source in zip(batch, fetched, strict=True):
+                    if self.stopping.is_set():
+                        break
+                    outcome = self._inspect_one(claim, source)
+                    if outcome is not None:
+                        outcomes.append((claim, *outcome))
+            finally:
+                pool.shutdown(wait=True, cancel_futures=True)
             if outcomes:
                 self._record(outcomes)
             if self.stopping.is_set():
@@ -190,19 +194,19 @@ class InspectionQueue:
         finally:
             self._held = []
 
-    def _inspect_one(self, claim: Claim) -> tuple[str, str] | None:
+    def _open(self, claim: Claim) -> ByteSource:
+        assert claim.sha256 is not None  # complete recorded every file's digest
+        source = self.store.open_source(blob_key(claim.traceset_id, claim.idx), sha256=claim.sha256)
+        return read_once(_Stoppable(source, self.stopping))
+
+    def _inspect_one(self, claim: Claim, fetched: Future[ByteSource]) -> tuple[str, str] | None:
         """("done", its findings and figures) or ("failed", why) to record; None when the
         file goes back to the queue."""
         try:
             if self.before_file is not None:
                 self.before_file(claim.name)
-            assert claim.sha256 is not None  # complete recorded every file's digest
-            source: ByteSource = _Stoppable(
-                self.store.open_source(blob_key(claim.traceset_id, claim.idx), sha256=claim.sha256),
-                self.stopping,
-            )
-            if source.size <= WHOLE_READ_BYTES:  # one request, not one per range
-                source = BytesSource(fetch(source, 0, source.size))
+            # Fetched ahead, perhaps whole: a stop still gives the file back at its next read.
+            source = _Stoppable(fetched.result(), self.stopping)
             findings = inspect_file(claim.name, source)
             traces = analyze_file(claim.name, source)
         except Exception as exc:  # the store failed, not the traces: those become findings

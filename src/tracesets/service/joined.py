@@ -8,6 +8,7 @@ across ranks as ``tracesets inspect`` runs on local files.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 
 import orjson
@@ -26,18 +27,29 @@ def failure_json(reason: str) -> bytes:
     return empty_json([f"The traces could not be inspected: {reason}"])
 
 
-def join_results(
-    conn: Connection, seq: int
-) -> tuple[str, bytes, bool | None, bool | None, list[bytes]] | None:
+Joined = tuple[str, bytes, bool | None, bool | None, list[bytes]]
+
+
+def join_results(conn: Connection, seq: int) -> Joined | None:
     """The inspection of every file's recorded result: (status, JSON, ok, consistent,
     per-rank figures). None when the traceset is gone."""
     traceset = claims.traceset_of(conn, seq)
     if traceset is None:
         return None
     rank_count, metadata_text = traceset
+    return join(rank_count, metadata_text, claims.results(conn, seq))
+
+
+def join(
+    rank_count: int | None,
+    metadata_text: str | bytes | None,
+    results: Iterable[tuple[str, str, str]],
+) -> Joined:
+    """The inspection of recorded file ``results`` (name, status, stored JSON or why it
+    failed), in file order, against the declared rank count and metadata."""
     findings: list[FileFinding] = []
     traces: list[TraceAnalysis] = []
-    for name, status, result in claims.results(conn, seq):
+    for name, status, result in results:
         if status == "failed":
             return "failed", failure_json(f"{name}: {result}"), False, None, []
         found, analysed = stored_analysis.loads(result)

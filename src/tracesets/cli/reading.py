@@ -1,0 +1,106 @@
+"""Reading a folder of local traces: each file's findings and figures, one process per core.
+
+A job's folder holds a trace per rank, thousands of them. What costs is not the header
+(a tenth of a millisecond a file) but the figures' pass over every event, which is
+Python bound to one core: threads would take turns, so the files are shared out among
+processes, a batch at a time. Each file is read once (``read_once``) for both its
+findings and its figures, and the results come back in the files' order, so the output
+is the same as reading them one after the other.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from typing import Final
+
+from tracesets.analysis import TraceAnalysis, analyze_file
+from tracesets.client.files import LocalFile
+from tracesets.inspection import FileFinding, FileSource, SourceError, inspect_file
+from tracesets.inspection.source import ByteSource, read_once
+
+#: Files a process gets at the least: with fewer, starting it costs more than it saves
+#: (two processes from 64 files).
+PARALLEL_FROM: Final = 32
+#: Batches each process gets, so that one slow file does not leave the others idle.
+BATCHES_PER_PROCESS: Final = 8
+
+
+@dataclass(frozen=True, slots=True)
+class LocalReading:
+    """What the traces of some files say: their findings and, if asked, their figures."""
+
+    findings: list[FileFinding]
+    traces: list[TraceAnalysis]
+
+
+def unreadable(file: LocalFile, error: Exception) -> FileFinding:
+    return FileFinding(
+        file=file.name,
+        member=None,
+        format="unknown",
+        size=file.size,
+        rank=None,
+        world_size=None,
+        backend=None,
+        rank_source=None,
+        problem=f"could not be read: {error}",
+        readable=False,
+    )
+
+
+def read_file(file: LocalFile, figures: bool) -> LocalReading:
+    """One primary file's findings, and its figures when ``figures``; a file that cannot
+    be read is one finding that says so, and no figures."""
+    try:
+        source: ByteSource = read_once(FileSource(file.path))
+        findings = inspect_file(file.name, source)
+    except (OSError, SourceError) as error:
+        return LocalReading([unreadable(file, error)], [])
+    try:
+        traces = analyze_file(file.name, source) if figures else []
+    except (OSError, SourceError):  # a file read again (a large one) that failed this time:
+        traces = []  # its findings stand, and a missing figure is no wrong one
+    return LocalReading(findings, traces)
+
+
+def _read_batch(files: Sequence[LocalFile], figures: bool) -> list[LocalReading]:
+    return [read_file(file, figures) for file in files]
+
+
+def _read_in_processes(
+    files: Sequence[LocalFile], figures: bool, workers: int
+) -> list[LocalReading] | None:
+    """The readings of ``files`` by ``workers`` processes; None when processes cannot be
+    had (no shared memory for their locks, one killed), and this process reads them."""
+    size = -(-len(files) // (workers * BATCHES_PER_PROCESS))
+    batches = [files[i : i + size] for i in range(0, len(files), size)]
+    try:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            done = pool.map(_read_batch, batches, [figures] * len(batches))
+            return [reading for batch in done for reading in batch]
+    except (OSError, NotImplementedError, BrokenProcessPool):
+        return None
+
+
+def processes() -> int:
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def read_files(
+    files: Sequence[LocalFile], *, figures: bool, workers: int | None = None
+) -> LocalReading:
+    """The findings (and figures) of the primary files among ``files``, in their order."""
+    primary = [file for file in files if file.role == "primary"]
+    workers = min(workers or processes(), max(1, len(primary) // PARALLEL_FROM))
+    readings = _read_in_processes(primary, figures, workers) if workers > 1 else None
+    if readings is None:
+        readings = _read_batch(primary, figures)
+    return LocalReading(
+        [finding for reading in readings for finding in reading.findings],
+        [trace for reading in readings for trace in reading.traces],
+    )

@@ -1,0 +1,89 @@
+"""Reading a folder of traces among several processes gives what one process gives."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from tests.analysis.run_writer import Run, write_run
+from tracesets.cli import reading
+from tracesets.cli.reading import PARALLEL_FROM, LocalReading, read_file, read_files
+from tracesets.client.files import LocalFile, collect
+
+
+def job(tmp_path: Path) -> list[LocalFile]:
+    """A run of 2 x 40 ranks with a slow rank, a broken trace, a duplicate and a supporting file."""
+    folder = tmp_path / "run"
+    folder.mkdir()
+    write_run(folder, Run(tp=2, dp=40, steps=2, kernels_per_step=3, slow={7: 2.0}))
+    (folder / "rank-5.json.gz").rename(folder / "rank-5-first.json.gz")
+    write_run(tmp_path / "again", Run(tp=2, dp=40, steps=2, kernels_per_step=3))
+    (tmp_path / "again" / "rank-5.json.gz").rename(folder / "rank-5.json.gz")
+    (folder / "rank-9.json.gz").write_bytes(b"\x1f\x8b not really gzip")
+    notes = tmp_path / "notes.txt"
+    notes.write_text("how the run was launched")
+    return collect([folder], [notes])
+
+
+def test_many_processes_read_what_one_reads_in_the_same_order(tmp_path: Path) -> None:
+    files = job(tmp_path)
+    assert len(files) > 2 * PARALLEL_FROM  # enough for two processes
+    alone = read_files(files, figures=True, workers=1)
+    shared = read_files(files, figures=True, workers=2)
+    assert shared == alone
+    names = [f.name for f in files if f.role == "primary"]
+    assert [f.file for f in shared.findings] == names  # supporting files are not traces
+    assert [t.file for t in shared.traces] == [n for n in names if n != "rank-9.json.gz"]
+    broken = next(f for f in shared.findings if f.file == "rank-9.json.gz")
+    assert not broken.readable and broken.problem
+    ranks = sorted(f.rank for f in shared.findings if f.rank is not None)
+    assert ranks == sorted([*(r for r in range(80) if r != 9), 5])
+
+
+def test_headers_alone_read_no_figures(tmp_path: Path) -> None:
+    files = job(tmp_path)
+    headers = read_files(files, figures=False, workers=2)
+    assert headers.traces == []
+    assert headers.findings == read_files(files, figures=True, workers=1).findings
+
+
+def test_a_file_gone_since_it_was_listed_is_a_finding_that_says_so(tmp_path: Path) -> None:
+    (gone,) = [f for f in job(tmp_path) if f.name == "rank-3.json.gz"]
+    gone.path.unlink()
+    reading = read_file(gone, figures=True)
+    assert reading.traces == []
+    (finding,) = reading.findings
+    assert not finding.readable and finding.size == gone.size
+    assert finding.problem is not None and finding.problem.startswith("could not be read: ")
+
+
+def test_without_processes_this_process_reads_them_all(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = job(tmp_path)
+    alone = read_files(files, figures=True, workers=1)
+
+    class NoSharedMemory:
+        def __init__(self, max_workers: int) -> None:
+            raise OSError("no /dev/shm for the pool's locks")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(reading, "ProcessPoolExecutor", NoSharedMemory)
+        assert read_files(files, figures=True, workers=2) == alone
+
+    monkeypatch.setattr(reading, "_read_batch", _killed_in_a_worker)
+    assert read_files(files, figures=True, workers=2) == alone
+
+
+PARENT = os.getpid()
+READ_BATCH = reading._read_batch
+
+
+def _killed_in_a_worker(batch: Sequence[LocalFile], figures: bool) -> list[LocalReading]:
+    """A batch that ends its worker process, as the kernel's OOM killer would."""
+    if os.getpid() != PARENT:
+        os._exit(9)
+    return READ_BATCH(batch, figures)
