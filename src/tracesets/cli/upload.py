@@ -106,7 +106,7 @@ def _plan(
 def _send(files: list[LocalFile], verb: str, send: Callable[..., Traceset]) -> Traceset:
     """``send(progress=…, hash_progress=…)``, its progress shown."""
     with display(verb, "uploaded", len(files), total_size(files), hashing=True) as shown:
-        return send(progress=shown.moved, hash_progress=shown.hashed)
+        return send(progress=shown.moved, hash_progress=shown.hashed, files_progress=shown.files)
 
 
 def _report(traceset: Traceset, warnings: list[str], *, as_json: bool) -> None:

@@ -45,7 +45,7 @@ from tracesets.client.models import (
     UploadUrlResponse,
     Whoami,
 )
-from tracesets.client.progress import ProgressCallback, ProgressCounter
+from tracesets.client.progress import FilesCallback, ProgressCallback, ProgressCounter
 from tracesets.client.protocol import TracesetT
 from tracesets.client.retry import RetryPolicy
 from tracesets.client.state import UploadState, fingerprint
@@ -292,6 +292,7 @@ class ClientCore:
         progress: ProgressCallback | None,
         hash_progress: ProgressCallback | None,
         wait: float,
+        files_progress: FilesCallback | None = None,
     ) -> Flow[Traceset]:
         """The token checked (not after hashing terabytes), each file hashed once, then
         a resume of the same upload if one is remembered, else a new traceset."""
@@ -303,14 +304,14 @@ class ClientCore:
         done: Traceset | None = None
         if started is not None:
             try:  # the same upload ran before and did not finish: send only what is missing
-                done = yield from self._resume_flow(started, files, progress, None)
+                done = yield from self._resume_flow(started, files, progress, None, files_progress)
             except ClientError:
                 done = None  # gone, or not resumable: start afresh
         if done is None:
             created = yield from ask(self._upload_url_call(body, None))
             self.state.remember(key, created.tracesetId)
             done = yield from self._send_and_complete_flow(
-                created.tracesetId, files, created.uploads, progress
+                created.tracesetId, files, created.uploads, progress, files_progress
             )
         self.state.forget(key)
         if wait > 0:
@@ -323,6 +324,7 @@ class ClientCore:
         files: list[LocalFile],
         progress: ProgressCallback | None,
         hash_progress: ProgressCallback | None,
+        files_progress: FilesCallback | None = None,
     ) -> Flow[Traceset]:
         status = yield from self._upload_status_flow(traceset_id)
         traceset = yield from self._get_flow(traceset_id)
@@ -331,7 +333,9 @@ class ClientCore:
         wanted = yield from hashed(still_to_send(files, traceset, status), hash_progress)
         check_digests(wanted, traceset)
         return (
-            yield from self._send_and_complete_flow(traceset_id, wanted, status.uploads, progress)
+            yield from self._send_and_complete_flow(
+                traceset_id, wanted, status.uploads, progress, files_progress
+            )
         )
 
     def _send_flow(
@@ -340,10 +344,11 @@ class ClientCore:
         files: list[LocalFile],
         uploads: Sequence[UploadTarget],
         progress: ProgressCallback | None,
+        files_progress: FilesCallback | None = None,
     ) -> Flow[None]:
         """PUT what ``uploads`` ask for; an error names the traceset left pending."""
         try:
-            yield PutAll(plan(files, uploads), progress)
+            yield PutAll(plan(files, uploads), progress, files_progress)
         except ClientError as error:
             error.traceset_id = traceset_id
             raise
@@ -354,8 +359,9 @@ class ClientCore:
         files: list[LocalFile],
         uploads: Sequence[UploadTarget],
         progress: ProgressCallback | None,
+        files_progress: FilesCallback | None = None,
     ) -> Flow[Traceset]:
-        yield from self._send_flow(traceset_id, files, uploads, progress)
+        yield from self._send_flow(traceset_id, files, uploads, progress, files_progress)
         try:
             return (yield from self._complete_flow(traceset_id))
         except ClientError as error:

@@ -26,7 +26,7 @@ import httpx
 from tracesets.client import protocol
 from tracesets.client.errors import ClientError
 from tracesets.client.files import LocalFile, Put, already_stored, read_range
-from tracesets.client.progress import ProgressCallback, ProgressCounter
+from tracesets.client.progress import FilesCallback, ProgressCallback, ProgressCounter
 from tracesets.client.retry import RetryPolicy
 
 T = TypeVar("T")
@@ -57,6 +57,7 @@ class Hash:
 class PutAll:
     puts: list[Put]
     progress: ProgressCallback | None
+    files: FilesCallback | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +153,7 @@ class Sending:
         self.what = f"PUT {put.label}"
         # An explicit Content-Length: signed URLs (S3's above all) refuse chunked bodies.
         self.headers = {**put.headers, "Content-Length": str(put.length)}
+        counter.began(put.label)
 
     def chunks(self) -> Iterator[bytes]:
         for chunk in read_range(self.put.file.path, self.put.offset, self.put.length):
@@ -166,3 +168,4 @@ class Sending:
     def check(self, response: httpx.Response) -> None:
         if not response.is_success and not already_stored(self.put, response.status_code):
             raise ClientError.from_response(response, self.what)
+        self.counter.ended(self.put.label)
