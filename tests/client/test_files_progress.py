@@ -10,7 +10,8 @@ import httpx
 from tests.client.conftest import MakeClient
 from tests.client.test_retries import NO_WAIT, MockService
 from tracesets.client.core import UploadPlan
-from tracesets.client.files import collect
+from tracesets.client.files import collect, plan
+from tracesets.client.models import UploadTarget
 
 
 def test_every_file_begins_and_arrives_with_at_most_concurrency_in_flight(
@@ -40,3 +41,24 @@ def test_every_file_begins_and_arrives_with_at_most_concurrency_in_flight(
     began = {name for _, _, flying in seen for name in flying}
     assert began == {f"rank-{rank:02d}.json" for rank in range(40)}
     assert len(service.stored) == 40
+
+
+def test_the_largest_files_are_sent_first(tmp_path: Path) -> None:
+    """So that one big file does not start last and finish alone."""
+    for name, size in (("small", 10), ("big", 3_000), ("middle", 200)):
+        (tmp_path / name).write_bytes(os.urandom(size))
+    files = collect(tmp_path)
+    uploads = [
+        UploadTarget.model_validate(
+            {
+                "name": f.name,
+                "role": "primary",
+                "method": "PUT",
+                "url": f"http://s/{f.name}",
+                "headers": {},
+                "expiresAt": "2026-01-01T00:00:00.000Z",
+            }
+        )
+        for f in files
+    ]
+    assert [put.file.name for put in plan(files, uploads)] == ["big", "middle", "small"]

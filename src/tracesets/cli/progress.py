@@ -112,8 +112,6 @@ class Lines:
     def files(self, arrived: int, count: int, in_flight: list[str]) -> None:
         with self._lock:
             self._arrived = f"  {arrived:,}/{count:,} files"
-            if arrived == count > 0:
-                warn(f"{arrived:,}/{count:,} files arrived")
 
     def moved(self, done: int, total: int) -> None:
         with self._lock:
