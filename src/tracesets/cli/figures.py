@@ -4,14 +4,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
-from tracesets.analysis import TraceAnalysis, analyze_file
-from tracesets.analysis.report import TracesetAnalysis, analyse_traceset
 from tracesets.client.files import LocalFile
 from tracesets.inspection import FileFinding, FileSource, SourceError
+
+if TYPE_CHECKING:  # the analysis is imported when it runs: every command starts without it
+    from tracesets.analysis import TraceAnalysis
+    from tracesets.analysis.report import TracesetAnalysis
 
 
 def analyse_local(
@@ -19,6 +21,9 @@ def analyse_local(
 ) -> TracesetAnalysis:
     """Every primary file read through once; a file that cannot be read is left to
     inspection, which already says so."""
+    from tracesets.analysis import analyze_file
+    from tracesets.analysis.report import analyse_traceset
+
     traces: list[TraceAnalysis] = []
     for file in files:
         if file.role == "primary":
