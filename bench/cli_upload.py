@@ -174,6 +174,8 @@ def main() -> None:
         f"curl --parallel   {baseline:6.2f} s  {total / baseline / MB:8.1f} MB/s (median; the "
         f"PUTs only, {PARALLEL} at a time)"
     )
+    for name, times in seconds.items():
+        print(f"  {name} spread: min {min(times):.2f} s, max {max(times):.2f} s")
     print(f"ratio curl/tracesets: {baseline / command:.2f}  (1.0 = as fast as curl)")
 
 

@@ -22,7 +22,8 @@ from tracesets import Client
 Run = Callable[..., subprocess.CompletedProcess[str]]
 SETTINGS = ("TRACESETS_URL", "TRACESETS_TOKEN", "SCALA_API_TOKEN")
 STEP_LINE = re.compile(
-    r"uploading  [1-9]0%  [\d.]+ [kM]?B / 1\.6 MB  [\d.]+ [kMG]?B/s  \d+:\d\d:\d\d left"
+    r"uploading  [1-9]0%  [\d.]+ [kM]?B / 1\.6 MB  [0-5]/5 files  [\d.]+ [kMG]?B/s  "
+    r"\d+:\d\d:\d\d left"
 )
 
 

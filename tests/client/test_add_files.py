@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.client.conftest import MakeClient
 from tests.server import ServerProcess
-from tracesets import AsyncClient, Client, ClientError
+from tracesets import AsyncClient, ClientError
 
 RANKS_2 = {"shape": {"rankCount": 2}}
 
@@ -24,11 +25,11 @@ def entry(name: str, data: bytes) -> dict[str, object]:
 
 
 def test_send_file_adds_and_sends_then_complete(
-    server: ServerProcess, workspace_token: str, tmp_path: Path
+    server: ServerProcess, workspace_token: str, tmp_path: Path, make_client: MakeClient
 ) -> None:
     trace = tmp_path / "t.json"
     trace.write_bytes(b"rank one")
-    with Client(server.url, workspace_token) as client:
+    with make_client(server.url, workspace_token) as client:
         created = client.request_upload_urls(
             name="job", files=[entry("rank0.json", b"zero")], workload_metadata=RANKS_2
         )
@@ -45,9 +46,9 @@ def test_send_file_adds_and_sends_then_complete(
 
 
 def test_the_rules_refuse_a_bad_entry_before_it_is_sent(
-    server: ServerProcess, workspace_token: str
+    server: ServerProcess, workspace_token: str, make_client: MakeClient
 ) -> None:
-    with Client(server.url, workspace_token) as client, pytest.raises(ClientError) as refused:
+    with make_client(server.url, workspace_token) as client, pytest.raises(ClientError) as refused:
         client.add_files("0" * 32, [{"name": "../x", "size": 1, "role": "primary"}])
     assert refused.value.sent is False and "files[0].name" in str(refused.value)
 

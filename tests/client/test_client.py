@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 import tracesets
+from tests.client.conftest import MakeClient
 from tests.server import ServerProcess, uses_s3
 from tracesets import AsyncClient, Client, ClientError, PromotedTraceset, Traceset
 from tracesets.client import UploadUrlResponse
@@ -19,8 +20,8 @@ RANKS_4 = {"shape": {"rankCount": 4}}
 
 
 @pytest.fixture
-def client(server: ServerProcess, workspace_token: str) -> Client:
-    return Client(server.url, workspace_token)
+def client(server: ServerProcess, workspace_token: str, make_client: MakeClient) -> Client:
+    return make_client(server.url, workspace_token)
 
 
 def make_run(root: Path, sizes: dict[str, int]) -> dict[str, bytes]:
@@ -81,13 +82,13 @@ def test_upload_of_single_files_names_them_by_file_name(client: Client, tmp_path
 
 
 def test_unsafe_and_colliding_file_names_are_refused_before_any_request(
-    tmp_path: Path, unreachable: str
+    tmp_path: Path, unreachable: str, make_client: MakeClient
 ) -> None:
     """A folder made on Linux can hold both: the client refuses it as the service would."""
     (tmp_path / "Rank0.json").write_bytes(b"{}")
     (tmp_path / "rank0.json").write_bytes(b"{}")
     (tmp_path / "line\nbreak.json").write_bytes(b"{}")
-    nowhere = Client(unreachable, "tsk_unused")
+    nowhere = make_client(unreachable, "tsk_unused")
     with pytest.raises(ClientError) as caught:
         nowhere.upload(tmp_path, name="bad", workload_metadata=RANKS_4)
     error = caught.value
@@ -98,10 +99,12 @@ def test_unsafe_and_colliding_file_names_are_refused_before_any_request(
     assert sum("differs only in case" in m for m in messages) == 1
 
 
-def test_rules_refuse_before_any_request(tmp_path: Path, unreachable: str) -> None:
+def test_rules_refuse_before_any_request(
+    tmp_path: Path, unreachable: str, make_client: MakeClient
+) -> None:
     """Nothing listens at the URL: the refusal can only come from the local rules."""
     (tmp_path / "r0.json").write_bytes(b"{}")
-    nowhere = Client(unreachable, "tsk_unused")
+    nowhere = make_client(unreachable, "tsk_unused")
     with pytest.raises(ClientError) as caught:
         nowhere.upload(
             tmp_path,
@@ -121,55 +124,63 @@ def test_rules_refuse_before_any_request(tmp_path: Path, unreachable: str) -> No
 
 
 def test_missing_rank_count_is_refused_with_the_source_documents_words(
-    tmp_path: Path, unreachable: str
+    tmp_path: Path, unreachable: str, make_client: MakeClient
 ) -> None:
     (tmp_path / "traces.zip").write_bytes(b"x")
     with pytest.raises(ClientError) as caught:
-        Client(unreachable, "t").upload(tmp_path, name="n")
+        make_client(unreachable, "t").upload(tmp_path, name="n")
     assert caught.value.detail.startswith(
         "Uploads with primary trace files must declare a rank count"
     )
 
 
-def test_service_refusals_carry_the_problem_details(client: Client, server: ServerProcess) -> None:
+def test_service_refusals_carry_the_problem_details(
+    client: Client, server: ServerProcess, make_client: MakeClient
+) -> None:
     with pytest.raises(ClientError) as caught:
         client.get_traceset("no-such-traceset")
     assert caught.value.status == 404 and caught.value.sent
     assert caught.value.type == "urn:tracesets:problem:not-found"
     assert caught.value.problems[0].member == "id"
     with pytest.raises(ClientError) as caught:
-        list(Client(server.url, "tsk_wrong_token_0000000000").list_tracesets())
+        list(make_client(server.url, "tsk_wrong_token_0000000000").list_tracesets())
     assert caught.value.status == 401
 
 
-def test_nothing_listening_is_a_client_error_without_status(unreachable: str) -> None:
+def test_nothing_listening_is_a_client_error_without_status(
+    unreachable: str, make_client: MakeClient
+) -> None:
     from tracesets.client import RetryPolicy
 
-    nowhere = Client(unreachable, "t", retry=RetryPolicy(retries=1, backoff=0))
+    nowhere = make_client(unreachable, "t", retry=RetryPolicy(retries=1, backoff=0))
     with pytest.raises(ClientError) as caught:
         nowhere.get_traceset("x")
     assert caught.value.status is None and "no answer" in str(caught.value)
 
 
 def test_a_missing_token_is_named_before_sending(
-    server: ServerProcess, monkeypatch: pytest.MonkeyPatch
+    server: ServerProcess, monkeypatch: pytest.MonkeyPatch, make_client: MakeClient
 ) -> None:
     for name in ("TRACESETS_TOKEN", "SCALA_API_TOKEN"):
         monkeypatch.delenv(name, raising=False)
     with pytest.raises(ClientError, match="TRACESETS_TOKEN") as caught:
-        Client(server.url).get_traceset("x")
+        make_client(server.url).get_traceset("x")
     assert caught.value.sent is False
 
 
 @pytest.mark.parametrize("variable", ["TRACESETS_TOKEN", "SCALA_API_TOKEN"])
 def test_url_and_token_come_from_the_environment(
-    server: ServerProcess, workspace_token: str, monkeypatch: pytest.MonkeyPatch, variable: str
+    server: ServerProcess,
+    workspace_token: str,
+    monkeypatch: pytest.MonkeyPatch,
+    variable: str,
+    make_client: MakeClient,
 ) -> None:
     for name in ("TRACESETS_TOKEN", "SCALA_API_TOKEN"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("TRACESETS_URL", server.url + "/api/v1/")
     monkeypatch.setenv(variable, workspace_token)
-    with Client() as client:
+    with make_client() as client:
         assert client.url == server.url
         assert list(client.list_tracesets()) == []
 
@@ -325,19 +336,21 @@ class RefusesPutsOf(httpx.BaseTransport):
 
 
 def test_an_interrupted_upload_resumes(
-    server: ServerProcess, workspace_token: str, tmp_path: Path
+    server: ServerProcess, workspace_token: str, tmp_path: Path, make_client: MakeClient
 ) -> None:
     made = make_run(tmp_path / "run", {"a.bin": 300_000, "b.bin": 200_000, "c.bin": 10})
     metadata = {"shape": {"rankCount": 3}}
     # One PUT at a time, largest first: a.bin and b.bin arrive, then c.bin is refused.
     with (
-        Client(server.url, workspace_token, transport=RefusesPutsOf(2), concurrency=1) as broken,
+        make_client(
+            server.url, workspace_token, transport=RefusesPutsOf(2), concurrency=1
+        ) as broken,
         pytest.raises(ClientError) as caught,
     ):
         broken.upload(tmp_path / "run", name="r", workload_metadata=metadata)
     pending = caught.value.traceset_id
     assert pending is not None and caught.value.status == 403
-    with Client(server.url, workspace_token) as client:
+    with make_client(server.url, workspace_token) as client:
         status = client.upload_status(pending)
         assert status.status == "pending" and [u.name for u in status.uploads] == ["c.bin"]
         assert sorted(status.received) == ["a.bin", "b.bin"]

@@ -17,6 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.client.conftest import MakeClient
 from tests.server import ServerProcess
 from tracesets import AsyncClient, Client, ClientError, Traceset
 
@@ -74,7 +75,7 @@ def same_tree(a: Path, b: Path) -> bool:
 
 
 def test_many_files_download_several_at_once(
-    server: ServerProcess, workspace_token: str, tmp_path: Path
+    server: ServerProcess, workspace_token: str, tmp_path: Path, make_client: MakeClient
 ) -> None:
     # 24 files, four at a time: six meetings of four.
     sizes = {f"rank-{r:03d}.json": 1_000 + r for r in range(23)} | {"logs/a.log": 70_000}
@@ -83,7 +84,7 @@ def test_many_files_download_several_at_once(
     meeting = threading.Barrier(4, timeout=30)
     transport = Watching(lambda _: meeting.wait())
     seen: list[tuple[int, int]] = []
-    with Client(server.url, workspace_token, concurrency=4, transport=transport) as client:
+    with make_client(server.url, workspace_token, concurrency=4, transport=transport) as client:
         done = client.download_traceset(
             traceset.id, tmp_path / "down", progress=lambda d, t: seen.append((d, t))
         )
@@ -96,12 +97,12 @@ def test_many_files_download_several_at_once(
 
 
 def test_a_second_run_skips_what_is_there_and_replaces_what_is_wrong(
-    server: ServerProcess, workspace_token: str, tmp_path: Path
+    server: ServerProcess, workspace_token: str, tmp_path: Path, make_client: MakeClient
 ) -> None:
     sizes = {"a.json": 5_000, "b.json": 6_000, "c/d.json": 7_000, "e.json": 8_000}
     traceset = uploaded(server, workspace_token, tmp_path / "up", sizes)
     down = tmp_path / "down"
-    with Client(server.url, workspace_token) as client:
+    with make_client(server.url, workspace_token) as client:
         first = client.download_traceset(traceset.id, down, names=["a.json", "c/d.json"])
     assert (first.downloaded, first.skipped) == (2, 0)
     # A corrupted file of the right size, a truncated one, a stray partial from a crash.
@@ -110,28 +111,28 @@ def test_a_second_run_skips_what_is_there_and_replaces_what_is_wrong(
     (down / "a.json").write_bytes(bytes(corrupt))
     (down / "b.json").write_bytes((tmp_path / "up" / "b.json").read_bytes()[:3_000])
     transport = Watching()
-    with Client(server.url, workspace_token, transport=transport) as client:
+    with make_client(server.url, workspace_token, transport=transport) as client:
         second = client.download_traceset(traceset.id, down)
     assert (second.downloaded, second.skipped) == (3, 1)
     assert second.bytes == 5_000 + 6_000 + 8_000
     assert len(transport.fetched) == 3
     assert same_tree(tmp_path / "up", down)
     transport = Watching()
-    with Client(server.url, workspace_token, transport=transport) as client:
+    with make_client(server.url, workspace_token, transport=transport) as client:
         third = client.download_traceset(traceset.id, down)
     assert (third.downloaded, third.skipped, third.bytes) == (0, 4, 0)
     assert transport.fetched == []
 
 
 def test_a_mismatch_names_the_file_and_leaves_nothing_under_its_name(
-    server: ServerProcess, workspace_token: str, tmp_path: Path
+    server: ServerProcess, workspace_token: str, tmp_path: Path, make_client: MakeClient
 ) -> None:
     traceset = uploaded(server, workspace_token, tmp_path / "up", {"only.json": 4_000})
     down = tmp_path / "down"
     down.mkdir()
     (down / "only.json").write_bytes(b"stale")
     with (
-        Client(server.url, workspace_token, transport=Corrupting()) as client,
+        make_client(server.url, workspace_token, transport=Corrupting()) as client,
         pytest.raises(ClientError, match=r"only\.json") as caught,
     ):
         client.download_traceset(traceset.id, down)
@@ -141,12 +142,12 @@ def test_a_mismatch_names_the_file_and_leaves_nothing_under_its_name(
 
 
 def test_a_name_not_in_the_traceset_is_refused_before_any_byte(
-    server: ServerProcess, workspace_token: str, tmp_path: Path
+    server: ServerProcess, workspace_token: str, tmp_path: Path, make_client: MakeClient
 ) -> None:
     traceset = uploaded(server, workspace_token, tmp_path / "up", {"a.json": 10})
     transport = Watching()
     with (
-        Client(server.url, workspace_token, transport=transport) as client,
+        make_client(server.url, workspace_token, transport=transport) as client,
         pytest.raises(ClientError, match="'nope'"),
     ):
         client.download_traceset(traceset.id, tmp_path / "down", names=["a.json", "nope"])

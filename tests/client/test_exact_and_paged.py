@@ -13,8 +13,9 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.client.conftest import MakeClient
 from tests.server import ServerProcess
-from tracesets import AsyncClient, Client
+from tracesets import AsyncClient
 from tracesets.jsontext import JsonNumber
 
 HUGE = "9" * 5_000
@@ -44,9 +45,11 @@ def exact(metadata: dict[str, Any] | None) -> None:
     assert metadata["shape"] == {"rankCount": 8}
 
 
-def test_list_and_get_keep_every_digit(server: ServerProcess, workspace_token: str) -> None:
+def test_list_and_get_keep_every_digit(
+    server: ServerProcess, workspace_token: str, make_client: MakeClient
+) -> None:
     made = create(server, workspace_token, METADATA, ["rank0.json"])
-    with Client(server.url, workspace_token) as client:
+    with make_client(server.url, workspace_token) as client:
         (listed,) = list(client.list_tracesets())
         assert listed.id == made and listed.fileCount == 1
         exact(listed.workloadMetadata)
@@ -73,10 +76,13 @@ def many(server: ServerProcess, workspace_token: str) -> tuple[str, list[str]]:
 
 
 def test_get_traceset_brings_every_file_past_the_first_page(
-    server: ServerProcess, workspace_token: str, many: tuple[str, list[str]]
+    server: ServerProcess,
+    workspace_token: str,
+    many: tuple[str, list[str]],
+    make_client: MakeClient,
 ) -> None:
     made, names = many
-    with Client(server.url, workspace_token) as client:
+    with make_client(server.url, workspace_token) as client:
         got = client.get_traceset(made)
         assert [f.name for f in got.files] == names
         assert got.filesNextCursor is None and got.fileCount == len(names)

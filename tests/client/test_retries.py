@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.client.conftest import MakeClient
 from tests.server import ServerProcess
 from tracesets import AsyncClient, Client, ClientError
 from tracesets.client import RetryPolicy
@@ -115,8 +116,10 @@ class MockService:
         ]
 
 
-def client_of(service: MockService, **kw: Any) -> Client:
-    return Client(
+@pytest.fixture
+def client_of(make_client: MakeClient) -> Callable[..., Client]:
+    """A client (of either kind) of a mock service, retrying without waiting."""
+    return lambda service, **kw: make_client(
         "http://service.test", "tok", transport=httpx.MockTransport(service), retry=NO_WAIT, **kw
     )
 
@@ -129,7 +132,9 @@ def files(tmp_path: Path, sizes: dict[str, int]) -> dict[str, bytes]:
     return made
 
 
-def test_a_retried_upload_url_sends_the_same_idempotency_key(tmp_path: Path) -> None:
+def test_a_retried_upload_url_sends_the_same_idempotency_key(
+    tmp_path: Path, client_of: Callable[..., Client]
+) -> None:
     service = MockService()
     service.fail("upload-url", 503, httpx.ConnectError, httpx.ReadTimeout)
     made = files(tmp_path, {"a.bin": 10})
@@ -142,7 +147,7 @@ def test_a_retried_upload_url_sends_the_same_idempotency_key(tmp_path: Path) -> 
     assert service.stored == {"/a.bin": made["a.bin"]}
 
 
-def test_each_logical_request_has_its_own_key() -> None:
+def test_each_logical_request_has_its_own_key(client_of: Callable[..., Client]) -> None:
     service = MockService()
     client = client_of(service)
     spec = [{"name": "a", "size": 1, "role": "supporting"}]
@@ -152,7 +157,9 @@ def test_each_logical_request_has_its_own_key() -> None:
     assert first != second
 
 
-def test_a_retried_put_succeeds_and_progress_gives_back_the_lost_bytes(tmp_path: Path) -> None:
+def test_a_retried_put_succeeds_and_progress_gives_back_the_lost_bytes(
+    tmp_path: Path, client_of: Callable[..., Client]
+) -> None:
     service = MockService()
     service.fail("PUT /big.bin", httpx.ReadError, 500, 429)
     made = files(tmp_path, {"big.bin": 3_000_000, "small.bin": 5})
@@ -169,7 +176,9 @@ def test_a_retried_put_succeeds_and_progress_gives_back_the_lost_bytes(tmp_path:
     assert seen[-1] == 3_000_005 and max(seen) <= 3_000_005
 
 
-def test_puts_send_the_given_headers_and_an_exact_length(tmp_path: Path) -> None:
+def test_puts_send_the_given_headers_and_an_exact_length(
+    tmp_path: Path, client_of: Callable[..., Client]
+) -> None:
     service = MockService()
     made = files(tmp_path, {"a.bin": 1234})
     client_of(service).upload(tmp_path, name="t", workload_metadata={"shape": {"rankCount": 1}})
@@ -180,7 +189,7 @@ def test_puts_send_the_given_headers_and_an_exact_length(tmp_path: Path) -> None
     assert len(made) == 1
 
 
-def test_a_refused_put_is_not_retried(tmp_path: Path) -> None:
+def test_a_refused_put_is_not_retried(tmp_path: Path, client_of: Callable[..., Client]) -> None:
     service = MockService()
     service.fail("PUT /a.bin", 403)
     files(tmp_path, {"a.bin": 10})
@@ -191,7 +200,7 @@ def test_a_refused_put_is_not_retried(tmp_path: Path) -> None:
     assert not any(r.url.path.endswith("/complete") for r in service.calls)
 
 
-def test_retries_run_out(tmp_path: Path) -> None:
+def test_retries_run_out(tmp_path: Path, client_of: Callable[..., Client]) -> None:
     service = MockService()
     service.fail("upload-url", *[httpx.ConnectError] * 4)
     files(tmp_path, {"a.bin": 1})
@@ -201,7 +210,9 @@ def test_retries_run_out(tmp_path: Path) -> None:
     assert len(service.upload_url_keys()) == 4
 
 
-def test_multipart_uploads_put_each_part_range(tmp_path: Path) -> None:
+def test_multipart_uploads_put_each_part_range(
+    tmp_path: Path, client_of: Callable[..., Client]
+) -> None:
     part_size = 1_000_000
 
     def multipart(specs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -277,11 +288,11 @@ class LosesFirstAnswer(httpx.BaseTransport):
 
 
 def test_a_lost_answer_does_not_make_a_second_traceset(
-    server: ServerProcess, workspace_token: str, tmp_path: Path
+    server: ServerProcess, workspace_token: str, tmp_path: Path, make_client: MakeClient
 ) -> None:
     made = files(tmp_path, {"a.bin": 100})
     flaky = LosesFirstAnswer()
-    with Client(server.url, workspace_token, transport=flaky, retry=NO_WAIT) as client:
+    with make_client(server.url, workspace_token, transport=flaky, retry=NO_WAIT) as client:
         traceset = client.upload(
             tmp_path, name="once", workload_metadata={"shape": {"rankCount": 1}}
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.client.conftest import MakeClient
 from tests.inspection.kineto_writer import kineto_trace
 from tests.server import ServerProcess
 from tracesets import AsyncClient, Client, ClientError
@@ -24,9 +26,9 @@ def traces(root: Path, ranks: range, world_size: int) -> Path:
 
 
 def test_upload_with_wait_returns_the_inspected_traceset(
-    server: ServerProcess, workspace_token: str, tmp_path: Path
+    server: ServerProcess, workspace_token: str, tmp_path: Path, make_client: MakeClient
 ) -> None:
-    with Client(server.url, workspace_token) as client:
+    with make_client(server.url, workspace_token) as client:
         done = client.upload(
             traces(tmp_path / "run", range(2), 8),
             name="two of eight",
@@ -92,7 +94,12 @@ def _traceset(inspection_status: str | None) -> dict[str, Any]:
     }
 
 
-def _answering(statuses: list[str | None]) -> tuple[Client, list[str]]:
+@pytest.fixture
+def answering(make_client: MakeClient) -> Callable[[list[str | None]], tuple[Client, list[str]]]:
+    return lambda statuses: _answering(statuses, make_client)
+
+
+def _answering(statuses: list[str | None], make_client: MakeClient) -> tuple[Client, list[str]]:
     """A client whose service answers GETs of a traceset with these inspection statuses."""
     seen: list[str] = []
 
@@ -101,34 +108,40 @@ def _answering(statuses: list[str | None]) -> tuple[Client, list[str]]:
         status = statuses[min(len(seen), len(statuses)) - 1]
         return httpx.Response(200, json=_traceset(status))
 
-    return Client("http://tracesets.test", "t", transport=httpx.MockTransport(answer)), seen
+    return make_client("http://tracesets.test", "t", transport=httpx.MockTransport(answer)), seen
 
 
-def test_wait_for_inspection_polls_until_it_is_no_longer_pending() -> None:
-    client, seen = _answering(["pending", "pending", "done"])
+def test_wait_for_inspection_polls_until_it_is_no_longer_pending(
+    answering: Callable[[list[str | None]], tuple[Client, list[str]]],
+) -> None:
+    client, seen = answering(["pending", "pending", "done"])
     done = client.wait_for_inspection("t1", interval=0)
     assert done.inspection is not None and done.inspection.status == "done"
     assert seen == ["/api/v1/tracesets/t1"] * 3
 
 
-def test_wait_for_inspection_is_bounded() -> None:
-    client, seen = _answering(["pending"])
+def test_wait_for_inspection_is_bounded(
+    answering: Callable[[list[str | None]], tuple[Client, list[str]]],
+) -> None:
+    client, seen = answering(["pending"])
     with pytest.raises(ClientError, match="still being inspected after 0 s"):
         client.wait_for_inspection("t1", timeout=0)
     assert len(seen) == 1
 
 
-def test_a_traceset_without_inspection_is_returned_at_once() -> None:
-    client, seen = _answering([None])
+def test_a_traceset_without_inspection_is_returned_at_once(
+    answering: Callable[[list[str | None]], tuple[Client, list[str]]],
+) -> None:
+    client, seen = answering([None])
     assert client.wait_for_inspection("t1").inspection is None and len(seen) == 1
 
 
 def test_a_wrong_token_is_refused_before_any_file_is_hashed(
-    server: ServerProcess, tmp_path: Path
+    server: ServerProcess, tmp_path: Path, make_client: MakeClient
 ) -> None:
     hashed: list[int] = []
     with pytest.raises(ClientError) as caught:
-        Client(server.url, "tsk_not-a-token").upload(
+        make_client(server.url, "tsk_not-a-token").upload(
             traces(tmp_path, range(1), 1),
             name="n",
             workload_metadata={"shape": {"rankCount": 1}},
@@ -147,12 +160,12 @@ def scoped_token(server: ServerProcess, workspace: str, *scopes: str) -> str:
 
 
 def test_a_token_without_write_is_refused_before_any_file_is_hashed(
-    server: ServerProcess, tmp_path: Path
+    server: ServerProcess, tmp_path: Path, make_client: MakeClient
 ) -> None:
     token = scoped_token(server, "ro", "read", "promote")
     hashed: list[int] = []
     with pytest.raises(ClientError) as caught:
-        Client(server.url, token).upload(
+        make_client(server.url, token).upload(
             traces(tmp_path, range(1), 1),
             name="n",
             workload_metadata={"shape": {"rankCount": 1}},
@@ -160,7 +173,7 @@ def test_a_token_without_write_is_refused_before_any_file_is_hashed(
         )
     assert caught.value.status == 403 and hashed == []
     assert str(caught.value) == "This token does not have the write scope"
-    with Client(server.url, token) as client:
+    with make_client(server.url, token) as client:
         assert list(client.list_tracesets()) == []
 
 
@@ -184,9 +197,11 @@ def test_the_async_client_refuses_a_token_without_write_before_hashing(
     assert caught.value.status == 403 and "write scope" in str(caught.value) and hashed == []
 
 
-def test_whoami_names_the_workspace_and_scopes_of_the_token(server: ServerProcess) -> None:
+def test_whoami_names_the_workspace_and_scopes_of_the_token(
+    server: ServerProcess, make_client: MakeClient
+) -> None:
     token = scoped_token(server, "who", "promote", "read")
-    with Client(server.url, token) as client:
+    with make_client(server.url, token) as client:
         who = client.whoami()
     assert (who.workspace, who.scopes) == ("who", ["read", "promote"])
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -18,16 +17,7 @@ def add_files(
         str, typer.Argument(help="A pending traceset's id.", show_default=False)
     ],
     paths: options.Paths,
-    supporting: Annotated[
-        list[Path] | None,
-        typer.Option(
-            "--supporting",
-            metavar="PATH",
-            exists=True,
-            help="Supporting files or folders (logs, configs). Repeatable.",
-            show_default=False,
-        ),
-    ] = None,
+    supporting: options.Supporting = None,
     complete: Annotated[
         bool, typer.Option("--complete", help="Then complete the traceset.")
     ] = False,

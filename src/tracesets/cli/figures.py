@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
-from tracesets.analysis.report import TracesetAnalysis
+if TYPE_CHECKING:  # the analysis is imported when it runs: every command starts without it
+    from tracesets.analysis.report import TracesetAnalysis
 
 
 def json_members(analysis: TracesetAnalysis) -> dict[str, Any]:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
-from typing import Annotated, Final, NoReturn
+from collections.abc import Callable
+from functools import partial
+from typing import Final, NoReturn
 
 import typer
 
@@ -14,7 +15,8 @@ from tracesets.cli.inspect import inspect_local
 from tracesets.cli.job import upload_one_rank
 from tracesets.cli.output import REFUSED, error_lines, json_text, say, size, warn
 from tracesets.cli.progress import display
-from tracesets.client import ClientError, Traceset, protocol
+from tracesets.client import ClientError, Traceset
+from tracesets.client.core import UploadPlan
 from tracesets.client.files import LocalFile, collect, total_size
 from tracesets.inspection import Summary, summarize
 from tracesets.jsontext import JsonValue
@@ -24,146 +26,31 @@ RANK_FLAGS: Final = (
     "--rank-count N, or the parallelism degrees --dp, --tp, --sp, --ep, --pp "
     "(their product), or both"
 )
-#: The option that uploads traces that contradict the declared rank count anyway.
-IGNORE_FLAG: Final = "--ignore-trace-ranks"
+IGNORE_FLAG: Final = options.IGNORE_FLAG
 
 
 def upload(
     paths: options.Paths,
-    name: Annotated[
-        str | None,
-        typer.Option(
-            "--name",
-            "-n",
-            help="The traceset's name (default: the first PATH's name).",
-            show_default=False,
-        ),
-    ] = None,
-    description: Annotated[str | None, typer.Option(help="Free text.", show_default=False)] = None,
-    rank_count: Annotated[
-        int | None,
-        typer.Option(
-            "--rank-count", help="shape.rankCount: the total rank count.", show_default=False
-        ),
-    ] = None,
-    dp: Annotated[
-        int | None,
-        typer.Option("--dp", help="parallelism.dp: data parallelism.", show_default=False),
-    ] = None,
-    tp: Annotated[
-        int | None,
-        typer.Option("--tp", help="parallelism.tp: tensor parallelism.", show_default=False),
-    ] = None,
-    sp: Annotated[
-        int | None,
-        typer.Option("--sp", help="parallelism.sp: sequence parallelism.", show_default=False),
-    ] = None,
-    ep: Annotated[
-        int | None,
-        typer.Option("--ep", help="parallelism.ep: expert parallelism.", show_default=False),
-    ] = None,
-    pp: Annotated[
-        int | None,
-        typer.Option("--pp", help="parallelism.pp: pipeline parallelism.", show_default=False),
-    ] = None,
-    cp: Annotated[
-        int | None,
-        typer.Option(
-            "--cp", help="parallelism.cp: context parallelism (not a factor).", show_default=False
-        ),
-    ] = None,
-    fsdp: Annotated[
-        int | None,
-        typer.Option(
-            "--fsdp", help="parallelism.fsdp: FSDP degree (not a factor).", show_default=False
-        ),
-    ] = None,
-    sets: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--set",
-            metavar="KEY=VALUE",
-            help="Set a metadata member, e.g. shape.global_batch_size=512 or workload_family=gpt "
-            "(JSON if it parses as JSON, else a string). Repeatable.",
-            show_default=False,
-        ),
-    ] = None,
-    metadata_file: Annotated[
-        Path | None,
-        typer.Option(
-            "--metadata",
-            metavar="FILE",
-            exists=True,
-            dir_okay=False,
-            help="A JSON file holding workloadMetadata.",
-            show_default=False,
-        ),
-    ] = None,
-    supporting: Annotated[
-        list[Path] | None,
-        typer.Option(
-            "--supporting",
-            metavar="PATH",
-            exists=True,
-            help="Supporting files or folders (logs, configs); inside a PATH folder they keep their "
-            "name there. Repeatable.",
-            show_default=False,
-        ),
-    ] = None,
-    resume: Annotated[
-        str | None,
-        typer.Option(
-            "--resume",
-            metavar="TRACESET_ID",
-            help="Finish an interrupted upload of the same PATHs: send only what has not arrived.",
-            show_default=False,
-        ),
-    ] = None,
-    infer_rank_count: Annotated[
-        bool,
-        typer.Option(
-            "--infer-rank-count",
-            help="With no rank count given, declare the world size the traces hold.",
-        ),
-    ] = False,
-    ignore_trace_ranks: Annotated[
-        bool,
-        typer.Option(
-            IGNORE_FLAG,
-            help="Upload even when the traces contradict the declared rank count (a world "
-            "size other than it, or ranks not below it).",
-        ),
-    ] = False,
-    concurrency: Annotated[int, typer.Option(min=1, max=64, help="PUTs at once.")] = 8,
-    job_key: Annotated[
-        str | None,
-        typer.Option(
-            "--job-key",
-            help="With --rank: the training job this rank belongs to (default: "
-            "TORCHELASTIC_RUN_ID or SLURM_JOB_ID); every rank with the same key and world "
-            "size reaches the same traceset.",
-            show_default=False,
-        ),
-    ] = None,
-    rank: Annotated[
-        int | None,
-        typer.Option(
-            "--rank",
-            min=0,
-            help="Send one rank's trace FILE into its job's traceset (see --job-key); the "
-            "last rank to arrive completes it.",
-            show_default=False,
-        ),
-    ] = None,
-    world_size: Annotated[
-        int | None,
-        typer.Option(
-            "--world-size",
-            min=1,
-            help="With --rank: the job's rank count (shape.rankCount).",
-            show_default=False,
-        ),
-    ] = None,
+    name: options.Name = None,
+    description: options.Description = None,
+    rank_count: options.RankCount = None,
+    dp: options.Dp = None,
+    tp: options.Tp = None,
+    sp: options.Sp = None,
+    ep: options.Ep = None,
+    pp: options.Pp = None,
+    cp: options.Cp = None,
+    fsdp: options.Fsdp = None,
+    sets: options.Sets = None,
+    metadata_file: options.MetadataFile = None,
+    supporting: options.Supporting = None,
+    resume: options.Resume = None,
+    infer_rank_count: options.InferRankCount = False,
+    ignore_trace_ranks: options.IgnoreTraceRanks = False,
+    concurrency: options.Concurrency = 8,
+    job_key: options.JobKey = None,
+    rank: options.Rank = None,
+    world_size: options.WorldSize = None,
     as_json: options.Json = False,
     url: options.Url = None,
     token: options.Token = None,
@@ -172,70 +59,58 @@ def upload(
 
     The request is checked with the service's own rules before anything is sent.
     """
+    degrees = {"dp": dp, "tp": tp, "sp": sp, "ep": ep, "pp": pp}
     if rank is not None or world_size is not None or job_key is not None:
-        upload_one_rank(
+        return upload_one_rank(
             paths,
             job_key=job_key,
             rank=rank,
             world_size=world_size,
-            degrees={"dp": dp, "tp": tp, "sp": sp, "ep": ep, "pp": pp},
+            degrees=degrees,
             name=name,
             url=url,
             token=token,
         )
-        return
     options.check_token(token)
     base = metadata.read_file(metadata_file) if metadata_file is not None else None
     workload_metadata = metadata.build(
-        base,
-        rank_count=rank_count,
-        degrees={"dp": dp, "tp": tp, "sp": sp, "ep": ep, "pp": pp, "cp": cp, "fsdp": fsdp},
-        sets=sets or (),
+        base, rank_count=rank_count, degrees={**degrees, "cp": cp, "fsdp": fsdp}, sets=sets or ()
     )
-    name = name or paths[0].resolve().name
-    files = collect(paths, supporting or ())
+    files = collect(paths, supporting or ())  # the one walk of the folders
     warnings: list[str] = []
-    if resume is None:
-        workload_metadata, warnings = check_against_traces(
-            files, workload_metadata, infer=infer_rank_count, ignore=ignore_trace_ranks
-        )
-        # The very same rules as the service, before a byte is read or a request sent.
-        try:
-            protocol.upload_url_body(
-                name=name,
-                files=[f.spec() for f in files],
-                workload_metadata=workload_metadata,
-                description=description,
-            )
-        except ClientError as error:
-            _refuse(error)
-    verb = "uploading" if resume is None else "resuming"
-    with (
-        options.client(url, token, concurrency=concurrency) as client,
-        display(verb, "uploaded", len(files), total_size(files), hashing=True) as shown,
-    ):
+    with options.client(url, token, concurrency=concurrency) as client:
         if resume is not None:
-            traceset = client.resume_upload(
-                resume,
-                paths,
-                supporting=supporting or (),
-                progress=shown.moved,
-                hash_progress=shown.hashed,
-            )
+            traceset = _send(files, "resuming", partial(client.resume_files, resume, files))
         else:
-            traceset = client.upload(
-                paths,
-                name=name,
-                workload_metadata=workload_metadata,
-                description=description,
-                supporting=supporting or (),
-                progress=shown.moved,
-                hash_progress=shown.hashed,
+            workload_metadata, warnings = check_against_traces(
+                files, workload_metadata, infer=infer_rank_count, ignore=ignore_trace_ranks
             )
-    if as_json:
-        say(json_text(traceset))
-    else:
-        say(summary(traceset))
+            named = paths[0].resolve().name if name is None else name
+            plan = _plan(files, named, workload_metadata, description)
+            traceset = _send(files, "uploading", partial(client.upload_plan, plan))
+    _report(traceset, warnings, as_json=as_json)
+
+
+def _plan(
+    files: list[LocalFile], name: str, workload_metadata: JsonValue, description: str | None
+) -> UploadPlan:
+    """The very same rules as the service, once, before a byte is read or a request sent."""
+    try:
+        return UploadPlan.checked(
+            files, name=name, workload_metadata=workload_metadata, description=description
+        )
+    except ClientError as error:
+        _refuse(error)
+
+
+def _send(files: list[LocalFile], verb: str, send: Callable[..., Traceset]) -> Traceset:
+    """``send(progress=…, hash_progress=…)``, its progress shown."""
+    with display(verb, "uploaded", len(files), total_size(files), hashing=True) as shown:
+        return send(progress=shown.moved, hash_progress=shown.hashed, files_progress=shown.files)
+
+
+def _report(traceset: Traceset, warnings: list[str], *, as_json: bool) -> None:
+    say(json_text(traceset) if as_json else summary(traceset))
     if warnings:  # said before a long upload, scrolled away since: the rank count is final
         warn(f"{len(warnings)} warning{'' if len(warnings) == 1 else 's'} from before the upload:")
         for warning in warnings:

@@ -1,6 +1,13 @@
-"""The Python client of the Tracesets service: ``Client``, its asyncio twin, one exception."""
+"""The Python client of the Tracesets service: ``Client``, its asyncio twin, one exception.
 
-from tracesets.client.asynchronous import AsyncClient
+``AsyncClient`` is imported on first use (PEP 562): the command line and blocking
+programs do not pay for asyncio's client at start-up.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from tracesets.client.downloads import DownloadSummary
 from tracesets.client.errors import ClientError
 from tracesets.client.models import (
@@ -13,15 +20,19 @@ from tracesets.client.models import (
     UploadTarget,
     UploadUrlResponse,
 )
-from tracesets.client.progress import ProgressCallback
+from tracesets.client.progress import FilesCallback, ProgressCallback
 from tracesets.client.retry import RetryPolicy
 from tracesets.client.sync import Client
+
+if TYPE_CHECKING:
+    from tracesets.client.asynchronous import AsyncClient
 
 __all__ = [
     "AsyncClient",
     "Client",
     "ClientError",
     "DownloadSummary",
+    "FilesCallback",
     "PartTarget",
     "ProgressCallback",
     "PromotedTraceset",
@@ -33,3 +44,12 @@ __all__ = [
     "UploadTarget",
     "UploadUrlResponse",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "AsyncClient":
+        from tracesets.client.asynchronous import AsyncClient
+
+        globals()[name] = AsyncClient
+        return AsyncClient
+    raise AttributeError(f"module 'tracesets.client' has no attribute {name!r}")

@@ -1,61 +1,45 @@
 """``AsyncClient``: ``Client``'s twin for asyncio, the same methods awaited.
 
-Files are read and hashed on worker threads, so the event loop never waits on the disk.
+Every request and every step is ``ClientCore``'s; ``AwaitingIO`` performs them.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import time
-import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Self, TypeVar
 
 import httpx
 
-from tracesets.client import connection, protocol
-from tracesets.client.downloads import DownloadSummary, adding, choose, clear, inside, tally
-from tracesets.client.errors import ClientError
+from tracesets.client import protocol
+from tracesets.client.awaiting import AwaitingIO
+from tracesets.client.core import UploadPlan
+from tracesets.client.downloads import DownloadSummary
 from tracesets.client.files import (
-    Download,
     LocalFile,
     PathLike,
-    Put,
-    already_stored,
-    check_digests,
     collect,
-    download_target,
-    hash_file,
-    plan,
-    read_range,
-    still_to_send,
-    total_size,
 )
 from tracesets.client.models import (
-    FileList,
     PromotedTraceset,
     Traceset,
     TracesetFile,
-    TracesetList,
     TracesetSummary,
     UploadStatus,
     UploadTarget,
     UploadUrlResponse,
     Whoami,
 )
-from tracesets.client.progress import ProgressCallback, ProgressCounter
-from tracesets.client.protocol import TracesetT
+from tracesets.client.progress import FilesCallback, ProgressCallback
 from tracesets.client.retry import RetryPolicy
-from tracesets.client.state import UploadState, fingerprint
-from tracesets.client.sync import USER_AGENT
+from tracesets.client.state import UploadState
+from tracesets.uploadrequest import Role
 
 T = TypeVar("T")
 
 
-class AsyncClient:
+class AsyncClient(AwaitingIO):
     """An asyncio client of one Tracesets service; see ``Client`` for every method."""
 
     def __init__(
@@ -69,20 +53,10 @@ class AsyncClient:
         state: UploadState | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        if concurrency < 1:
-            raise ValueError("concurrency must be at least 1")
-        self.url = connection.base_url(url)
-        self.concurrency = concurrency
-        self.retry = retry or RetryPolicy()
-        self.state = state or UploadState()
-        self._token = connection.token(token)
-        self._http = httpx.AsyncClient(
-            base_url=self.url,
-            transport=transport,
-            timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
-            limits=httpx.Limits(max_connections=concurrency + 2),
-            headers={"User-Agent": USER_AGENT},
+        super().__init__(
+            url, token, timeout=timeout, concurrency=concurrency, retry=retry, state=state
         )
+        self._http = httpx.AsyncClient(transport=transport, **self._http_settings())
 
     async def __aenter__(self) -> Self:
         return self
@@ -98,55 +72,7 @@ class AsyncClient:
     async def aclose(self) -> None:
         await self._http.aclose()
 
-    async def _send(
-        self,
-        build: Callable[[], httpx.Request],
-        what: str,
-        *,
-        rewind: Callable[[], None] | None = None,
-        stream: bool = False,
-    ) -> httpx.Response:
-        attempt = 0
-        while True:
-            outcome: httpx.Response | Exception
-            try:
-                outcome = await self._http.send(build(), stream=stream)
-            except httpx.TransportError as exc:
-                outcome = exc
-            last = attempt >= self.retry.retries or not self.retry.retryable(outcome)
-            if isinstance(outcome, httpx.Response) and last:
-                return outcome
-            if rewind is not None:
-                rewind()
-            if isinstance(outcome, httpx.Response):
-                await outcome.aclose()
-            elif last:
-                raise ClientError.no_answer(what, outcome) from outcome
-            await asyncio.sleep(self.retry.delay(attempt, outcome))
-            attempt += 1
-
-    async def _call(
-        self,
-        method: str,
-        path: str,
-        what: str,
-        *,
-        body: Any = None,
-        params: dict[str, str | int] | None = None,
-        headers: dict[str, str] | None = None,
-        expect: int = 200,
-    ) -> httpx.Response:
-        sent = {**connection.auth_headers(self._token), **protocol.headers(body), **(headers or {})}
-        content = None if body is None else protocol.encode(body)
-        response = await self._send(
-            lambda: self._http.build_request(
-                method, path, content=content, params=params, headers=sent
-            ),
-            what,
-        )
-        if response.status_code != expect:
-            raise ClientError.from_response(response, what)
-        return response
+    # -- the API ---------------------------------------------------------------------------
 
     async def request_upload_urls(
         self,
@@ -160,29 +86,44 @@ class AsyncClient:
         body = protocol.upload_url_body(
             name=name, files=files, workload_metadata=workload_metadata, description=description
         )
-        key = idempotency_key or str(uuid.uuid4())
-        response = await self._call(
-            "POST",
-            f"{protocol.TRACESETS}/upload-url",
-            "upload-url",
-            body=body,
-            headers={"Idempotency-Key": key},
-            expect=201,
-        )
-        return protocol.parse(UploadUrlResponse, response, "upload-url")
+        return await self._fetch(self._upload_url_call(body, idempotency_key))
 
     async def add_files(
         self, traceset_id: str, files: Sequence[protocol.FileEntry]
     ) -> UploadUrlResponse:
         """Declare more files of a pending traceset; an upload entry for each still to send."""
-        response = await self._call(
-            "POST",
-            protocol.traceset_path(traceset_id, "files"),
-            "add files",
-            body=protocol.add_files_body(files),
-            expect=201,
+        return await self._fetch(self._add_files_call(traceset_id, files))
+
+    async def send_file(
+        self,
+        traceset_id: str,
+        path: PathLike,
+        *,
+        name: str,
+        role: Role = "primary",
+        progress: ProgressCallback | None = None,
+    ) -> None:
+        local = Path(path)
+        await self.add_local_files(
+            traceset_id, [LocalFile(local, name, local.stat().st_size, role)], progress
         )
-        return protocol.parse(UploadUrlResponse, response, "add files")
+
+    async def add_local_files(
+        self,
+        traceset_id: str,
+        files: list[LocalFile],
+        progress: ProgressCallback | None = None,
+    ) -> None:
+        await self._run(self._add_local_flow(traceset_id, files, progress))
+
+    async def send_uploads(
+        self,
+        traceset_id: str,
+        files: list[LocalFile],
+        uploads: Sequence[UploadTarget],
+        progress: ProgressCallback | None = None,
+    ) -> None:
+        await self._run(self._send_flow(traceset_id, files, uploads, progress))
 
     async def upload(
         self,
@@ -197,80 +138,39 @@ class AsyncClient:
         wait: float = 0,
     ) -> Traceset:
         """``Client.upload``'s twin, ``wait`` included."""
-        files = collect(paths, supporting)
-        protocol.upload_url_body(
+        upload = UploadPlan.checked(
+            collect(paths, supporting),
             name=name,
-            files=[f.spec() for f in files],
             workload_metadata=workload_metadata,
             description=description,
         )
-        await self._check_write_access()
-        files = await self._hash(files, hash_progress)
-        body = protocol.upload_url_body(
-            name=name,
-            files=[f.spec() for f in files],
-            workload_metadata=workload_metadata,
-            description=description,
+        return await self.upload_plan(
+            upload, progress=progress, hash_progress=hash_progress, wait=wait
         )
-        key = fingerprint(self.url, self._token, body)
-        started = self.state.started(key)
-        if started is not None:
-            # The same upload ran before and did not finish: send only what is missing.
-            with contextlib.suppress(ClientError):
-                done = await self._resume(started, files, progress, hash_progress=None)
-                self.state.forget(key)
-                return await self.wait_for_inspection(done.id, timeout=wait) if wait > 0 else done
-        created = await self.request_upload_urls(
-            name=name,
-            files=[f.spec() for f in files],
-            workload_metadata=workload_metadata,
-            description=description,
+
+    async def upload_plan(
+        self,
+        upload: UploadPlan,
+        *,
+        progress: ProgressCallback | None = None,
+        hash_progress: ProgressCallback | None = None,
+        wait: float = 0,
+        files_progress: FilesCallback | None = None,
+    ) -> Traceset:
+        return await self._run(
+            self._upload_flow(upload, progress, hash_progress, wait, files_progress)
         )
-        self.state.remember(key, created.tracesetId)
-        done = await self._send_files(created.tracesetId, files, created.uploads, progress)
-        self.state.forget(key)
-        return await self.wait_for_inspection(done.id, timeout=wait) if wait > 0 else done
 
     async def whoami(self) -> Whoami:
-        """``Client.whoami``'s twin."""
-        response = await self._call("GET", protocol.WHOAMI, "whoami")
-        return protocol.parse(Whoami, response, "whoami")
-
-    async def _check_write_access(self) -> None:
-        """``Client._check_write_access``'s twin: the token is checked before hashing."""
-        protocol.require_scope(await self.whoami(), "write")
+        return await self._fetch(self._whoami_call())
 
     async def wait_for_inspection(
         self, traceset_id: str, *, timeout: float = 60.0, interval: float = 0.25
     ) -> Traceset:
-        """``Client.wait_for_inspection``'s twin."""
-        deadline = time.monotonic() + timeout
-        while True:
-            traceset = await self.get_traceset(traceset_id)
-            if not protocol.inspection_pending(traceset):
-                return traceset
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise protocol.inspection_timeout(traceset_id, timeout)
-            await asyncio.sleep(min(interval, left))
-            interval = min(interval * 1.5, 2.0)
+        return await self._run(self._wait_flow(traceset_id, timeout, interval))
 
     async def upload_status(self, traceset_id: str) -> UploadStatus:
-        """What of a pending upload has arrived, and fresh URLs for the rest (every page)."""
-        whole: UploadStatus | None = None
-        cursor: str | None = None
-        while True:
-            response = await self._call(
-                "GET",
-                protocol.traceset_path(traceset_id, "uploads"),
-                "uploads",
-                params=protocol.files_params(cursor),
-            )
-            page = protocol.parse(UploadStatus, response, "uploads")
-            whole = page if whole is None else protocol.joined(whole, page)
-            if page.nextCursor is None:
-                return whole.model_copy(update={"nextCursor": None})
-            cursor = page.nextCursor
+        return await self._run(self._upload_status_flow(traceset_id))
 
     async def resume_upload(
         self,
@@ -281,81 +181,39 @@ class AsyncClient:
         progress: ProgressCallback | None = None,
         hash_progress: ProgressCallback | None = None,
     ) -> Traceset:
-        return await self._resume(
-            traceset_id, collect(paths, supporting), progress, hash_progress=hash_progress
+        files = collect(paths, supporting)
+        return await self.resume_files(
+            traceset_id, files, progress=progress, hash_progress=hash_progress
         )
 
-    async def _resume(
+    async def resume_files(
         self,
         traceset_id: str,
         files: list[LocalFile],
-        progress: ProgressCallback | None,
         *,
-        hash_progress: ProgressCallback | None,
+        progress: ProgressCallback | None = None,
+        hash_progress: ProgressCallback | None = None,
+        files_progress: FilesCallback | None = None,
     ) -> Traceset:
-        status = await self.upload_status(traceset_id)
-        if status.status != "pending":
-            return await self.get_traceset(traceset_id)
-        traceset = await self.get_traceset(traceset_id)
-        wanted = await self._hash(still_to_send(files, traceset, status), hash_progress)
-        check_digests(wanted, traceset)
-        return await self._send_files(traceset_id, wanted, status.uploads, progress)
-
-    async def _send_files(
-        self,
-        traceset_id: str,
-        files: list[LocalFile],
-        uploads: list[UploadTarget],
-        progress: ProgressCallback | None,
-    ) -> Traceset:
-        try:
-            puts = plan(files, uploads)
-            counter = ProgressCounter(sum(p.length for p in puts), progress)
-            counter.start()
-            await self._put_all(puts, counter)
-            return await self.complete(traceset_id)
-        except ClientError as error:
-            error.traceset_id = traceset_id
-            raise
+        return await self._run(
+            self._resume_flow(traceset_id, files, progress, hash_progress, files_progress)
+        )
 
     async def complete(self, traceset_id: str) -> Traceset:
-        response = await self._call(
-            "POST", protocol.traceset_path(traceset_id, "complete"), "complete"
-        )
-        return await self._whole(protocol.parse(Traceset, response, "complete"))
+        return await self._run(self._complete_flow(traceset_id))
 
     async def get_traceset(self, traceset_id: str) -> Traceset:
-        """The traceset with every one of its files, fetched page after page past the first."""
-        response = await self._call("GET", protocol.traceset_path(traceset_id), "get traceset")
-        return await self._whole(protocol.parse(Traceset, response, "get traceset"))
-
-    async def _whole(self, traceset: TracesetT) -> TracesetT:
-        """The traceset with the files past its first page too (an answer holds one page)."""
-        if traceset.filesNextCursor is None:
-            return traceset
-        rest = [f async for f in self.iter_files(traceset.id, traceset.filesNextCursor)]
-        return traceset.model_copy(
-            update={"files": [*traceset.files, *rest], "filesNextCursor": None}
-        )
+        return await self._run(self._get_flow(traceset_id))
 
     async def iter_files(
         self, traceset_id: str, cursor: str | None = None
     ) -> AsyncIterator[TracesetFile]:
-        """A traceset's files in index order (from ``cursor`` on, if given), one page of up
-        to 1,000 fetched at a time."""
         while True:
-            response = await self._call(
-                "GET",
-                protocol.traceset_path(traceset_id, "files"),
-                "list files",
-                params=protocol.files_params(cursor),
-            )
-            page = protocol.parse(FileList, response, "list files")
+            page = await self._fetch(self._files_page_call(traceset_id, cursor))
             for item in page.items:
                 yield item
-            if page.nextCursor is None:
+            if (cursor := page.nextCursor) is None:
                 return
-            cursor = page.nextCursor
 
     async def list_tracesets(
         self,
@@ -376,8 +234,7 @@ class AsyncClient:
             page_size=page_size,
         )
         while True:
-            response = await self._call("GET", protocol.TRACESETS, "list tracesets", params=params)
-            page = protocol.parse(TracesetList, response, "list tracesets")
+            page = await self._fetch(self._list_page_call(params))
             for item in page.items:
                 yield item
             if page.nextCursor is None:
@@ -387,13 +244,10 @@ class AsyncClient:
     async def promote_traceset(
         self, traceset_id: str, workload_metadata: protocol.Metadata | None = None
     ) -> PromotedTraceset:
-        response = await self._call(
-            "POST",
-            protocol.traceset_path(traceset_id, "promote"),
-            "promote",
-            body=protocol.promote_body(workload_metadata),
-        )
-        return await self._whole(protocol.parse(PromotedTraceset, response, "promote"))
+        return await self._run(self._promote_flow(traceset_id, workload_metadata))
+
+    async def delete_traceset(self, traceset_id: str) -> None:
+        await self._fetch(self._delete_call(traceset_id))
 
     async def download(
         self,
@@ -404,36 +258,7 @@ class AsyncClient:
         sha256: str | None = None,
         progress: ProgressCallback | None = None,
     ) -> Path:
-        what = f"download {name}"
-        found = await self._call("GET", protocol.file_path(traceset_id, name), what, expect=307)
-        location = found.url.join(found.headers["location"])
-        target = download_target(dest, name)
-        for attempt in range(self.retry.retries + 1):
-            response = await self._send(
-                lambda: self._http.build_request("GET", location), what, stream=True
-            )
-            sink = Download(target, sha256)
-            try:
-                if response.status_code != 200:
-                    await response.aread()
-                    raise ClientError.from_response(response, what)
-                counter = ProgressCounter(int(response.headers.get("content-length", 0)), progress)
-                counter.start()
-                async for chunk in response.aiter_bytes():
-                    await asyncio.to_thread(sink.write, chunk)
-                    counter.add(len(chunk))
-                return await asyncio.to_thread(sink.finish)
-            except httpx.TransportError as exc:
-                sink.discard()
-                if attempt == self.retry.retries:
-                    raise ClientError.no_answer(what, exc) from exc
-                await asyncio.sleep(self.retry.delay(attempt, exc))
-            except BaseException:
-                sink.discard()
-                raise
-            finally:
-                await response.aclose()
-        raise AssertionError("unreachable")
+        return await self._run(self._download_flow(traceset_id, name, dest, sha256, progress))
 
     async def download_traceset(
         self,
@@ -445,119 +270,4 @@ class AsyncClient:
     ) -> DownloadSummary:
         """As ``Client``'s: ``concurrency`` files at a time, each checked, whole ones skipped;
         after a failure no new file starts, and the first error is raised."""
-        started = time.monotonic()
-        if isinstance(traceset, str):
-            traceset = await self.get_traceset(traceset)
-        traceset_id = traceset.id
-        files = choose(traceset.files, names)
-        counter = ProgressCounter(sum(f.size for f in files), progress)
-        counter.start()
-        limit = asyncio.Semaphore(self.concurrency)
-        failed = False
-
-        async def one(file: TracesetFile) -> int | None:
-            nonlocal failed
-            async with limit:
-                if failed:
-                    return None
-                try:
-                    path = inside(dest, file.name)
-                    if await asyncio.to_thread(clear, path, file):
-                        counter.add(file.size)
-                        return None
-                    await self.download(
-                        traceset_id, file.name, path, sha256=file.sha256, progress=adding(counter)
-                    )
-                    return file.size
-                except BaseException:
-                    failed = True
-                    raise
-
-        outcomes = await asyncio.gather(*(one(f) for f in files), return_exceptions=True)
-        for outcome in outcomes:
-            if isinstance(outcome, BaseException):
-                raise outcome
-        done = [o for o in outcomes if not isinstance(o, BaseException)]
-        return tally(done, time.monotonic() - started, dest)
-
-    async def delete_traceset(self, traceset_id: str) -> None:
-        await self._call("DELETE", protocol.traceset_path(traceset_id), "delete", expect=204)
-
-    async def _hash(
-        self, files: list[LocalFile], progress: ProgressCallback | None
-    ) -> list[LocalFile]:
-        counter = ProgressCounter(total_size([f for f in files if f.sha256 is None]), progress)
-        counter.start()
-        limit = asyncio.Semaphore(self.concurrency)
-
-        async def one(file: LocalFile) -> LocalFile:
-            if file.sha256 is not None:
-                return file  # computed once: a resume does not hash again
-            async with limit:
-                return await asyncio.to_thread(hash_file, file, counter.add)
-
-        return await _all_or_none([one(f) for f in files])
-
-    async def _put_all(self, puts: list[Put], counter: ProgressCounter) -> None:
-        """As ``Client``'s: after a failure no new PUT starts; those in flight finish."""
-        limit = asyncio.Semaphore(self.concurrency)
-        failed = False
-
-        async def one(put: Put) -> None:
-            nonlocal failed
-            async with limit:
-                if failed:
-                    return
-                try:
-                    await self._put(put, counter)
-                except BaseException:
-                    failed = True
-                    raise
-
-        outcomes = await asyncio.gather(*(one(put) for put in puts), return_exceptions=True)
-        for outcome in outcomes:
-            if isinstance(outcome, BaseException):
-                raise outcome
-
-    async def _put(self, put: Put, counter: ProgressCounter) -> None:
-        sent = 0
-
-        async def body() -> AsyncIterator[bytes]:
-            nonlocal sent
-            chunks = read_range(put.file.path, put.offset, put.length)
-            while (chunk := await asyncio.to_thread(next, chunks, b"")) != b"":
-                sent += len(chunk)
-                counter.add(len(chunk))
-                yield chunk
-
-        def rewind() -> None:
-            nonlocal sent
-            counter.add(-sent)
-            sent = 0
-
-        headers = {**put.headers, "Content-Length": str(put.length)}
-        what = f"PUT {put.label}"
-        response = await self._send(
-            lambda: self._http.build_request("PUT", put.url, content=body(), headers=headers),
-            what,
-            rewind=rewind,
-        )
-        if not response.is_success and not already_stored(put, response.status_code):
-            raise ClientError.from_response(response, what)
-
-
-async def _all_or_none(jobs: list[Awaitable[T]]) -> list[T]:
-    """Every job's result in order; on the first failure the others are cancelled."""
-    if not jobs:
-        return []
-    tasks = [asyncio.ensure_future(job) for job in jobs]
-    try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
-    finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-    for task in tasks:
-        if not task.cancelled() and (error := task.exception()) is not None:
-            raise error
-    return [task.result() for task in tasks]
+        return await self._run(self._download_all_flow(traceset, dest, names, progress))

@@ -6,6 +6,9 @@ import threading
 from collections.abc import Callable
 
 ProgressCallback = Callable[[int, int], None]
+#: ``callback(arrived, count, in_flight)``: of ``count`` transfers (a file each, or a part
+#: of one), ``arrived`` are done; ``in_flight`` names those being sent, oldest first.
+FilesCallback = Callable[[int, int, list[str]], None]
 
 
 class ProgressCounter:
@@ -14,15 +17,42 @@ class ProgressCounter:
     ``add`` takes negative counts too: a PUT that is retried gives its bytes back.
     """
 
-    def __init__(self, total: int, callback: ProgressCallback | None) -> None:
+    def __init__(
+        self,
+        total: int,
+        callback: ProgressCallback | None,
+        files: FilesCallback | None = None,
+        count: int = 0,
+    ) -> None:
         self.total = total
         self.done = 0
+        self.count = count
+        self.arrived = 0
+        self._flying: list[str] = []
         self._callback = callback
+        self._files = files
         self._lock = threading.Lock()
 
     def start(self) -> None:
         if self._callback is not None:
             self._callback(0, self.total)
+        if self._files is not None:
+            self._files(0, self.count, [])
+
+    def began(self, label: str) -> None:
+        with self._lock:
+            self._flying.append(label)
+            self._tell_files()
+
+    def ended(self, label: str) -> None:
+        with self._lock:
+            self._flying.remove(label)
+            self.arrived += 1
+            self._tell_files()
+
+    def _tell_files(self) -> None:
+        if self._files is not None:
+            self._files(self.arrived, self.count, list(self._flying))
 
     def add(self, count: int) -> None:
         with self._lock:

@@ -48,13 +48,27 @@ def upload_url_body(
     description: str | None,
 ) -> dict[str, Any]:
     """The upload-url body; raises ClientError (nothing sent) if any rule refuses it."""
+    body = build_upload_body(
+        name=name, files=files, workload_metadata=workload_metadata, description=description
+    )
+    check(body)
+    return body
+
+
+def build_upload_body(
+    *,
+    name: str,
+    files: Sequence[FileEntry],
+    workload_metadata: Metadata | None,
+    description: str | None,
+) -> dict[str, Any]:
+    """The upload-url body, unchecked: for a body whose parts were checked already."""
     body: dict[str, Any] = {"name": name}
     if description is not None:
         body["description"] = description
     body["files"] = [plain(entry) for entry in files]
     if workload_metadata is not None:
         body["workloadMetadata"] = plain(workload_metadata)
-    check(body)
     return body
 
 

@@ -1,64 +1,47 @@
-"""``Client``: the Tracesets service from Python; uploads run their PUTs on a thread pool."""
+"""``Client``: the Tracesets service from Python; uploads run their PUTs on a thread pool.
+
+Every request and every step is ``ClientCore``'s; ``BlockingIO`` performs them.
+"""
 
 from __future__ import annotations
 
-import contextlib
-import threading
-import time
-import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Self, TypeVar
 
 import httpx
 
-from tracesets.client import connection, protocol
-from tracesets.client.downloads import DownloadSummary, adding, choose, clear, inside, tally
-from tracesets.client.errors import ClientError
+from tracesets.client import protocol
+from tracesets.client.blocking import BlockingIO
+from tracesets.client.core import USER_AGENT, UploadPlan
+from tracesets.client.downloads import DownloadSummary
 from tracesets.client.files import (
-    Download,
     LocalFile,
     PathLike,
-    Put,
-    already_stored,
-    check_digests,
     collect,
-    download_target,
-    hash_file,
-    plan,
-    read_range,
-    still_to_send,
-    total_size,
 )
 from tracesets.client.models import (
-    FileList,
     PromotedTraceset,
     Traceset,
     TracesetFile,
-    TracesetList,
     TracesetSummary,
     UploadStatus,
     UploadTarget,
     UploadUrlResponse,
     Whoami,
 )
-from tracesets.client.progress import ProgressCallback, ProgressCounter
-from tracesets.client.protocol import TracesetT
+from tracesets.client.progress import FilesCallback, ProgressCallback
 from tracesets.client.retry import RetryPolicy
-from tracesets.client.state import UploadState, fingerprint
+from tracesets.client.state import UploadState
 from tracesets.uploadrequest import Role
-from tracesets.version import __version__
 
-USER_AGENT = f"tracesets-python/{__version__}"
+__all__ = ["USER_AGENT", "Client"]
 
-
-class _Cancelled(Exception):
-    """The upload was interrupted (Ctrl-C): stop sending."""
+T = TypeVar("T")
 
 
-class Client:
+class Client(BlockingIO):
     """A blocking client of one Tracesets service.
 
     ``url`` and ``token`` default to ``TRACESETS_URL`` and ``TRACESETS_TOKEN`` (or
@@ -81,20 +64,10 @@ class Client:
         state: UploadState | None = None,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        if concurrency < 1:
-            raise ValueError("concurrency must be at least 1")
-        self.url = connection.base_url(url)
-        self.concurrency = concurrency
-        self.retry = retry or RetryPolicy()
-        self.state = state or UploadState()
-        self._token = connection.token(token)
-        self._http = httpx.Client(
-            base_url=self.url,
-            transport=transport,
-            timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
-            limits=httpx.Limits(max_connections=concurrency + 2),
-            headers={"User-Agent": USER_AGENT},
+        super().__init__(
+            url, token, timeout=timeout, concurrency=concurrency, retry=retry, state=state
         )
+        self._http = httpx.Client(transport=transport, **self._http_settings())
 
     def __enter__(self) -> Self:
         return self
@@ -109,59 +82,6 @@ class Client:
 
     def close(self) -> None:
         self._http.close()
-
-    # -- sending, with retries -------------------------------------------------------------
-
-    def _send(
-        self,
-        build: Callable[[], httpx.Request],
-        what: str,
-        *,
-        rewind: Callable[[], None] | None = None,
-        stream: bool = False,
-    ) -> httpx.Response:
-        """Send until an answer that is not worth retrying, or the retries run out."""
-        attempt = 0
-        while True:
-            outcome: httpx.Response | Exception
-            try:
-                outcome = self._http.send(build(), stream=stream)
-            except httpx.TransportError as exc:
-                outcome = exc
-            last = attempt >= self.retry.retries or not self.retry.retryable(outcome)
-            if isinstance(outcome, httpx.Response) and last:
-                return outcome
-            if rewind is not None:
-                rewind()
-            if isinstance(outcome, httpx.Response):
-                outcome.close()
-            elif last:
-                raise ClientError.no_answer(what, outcome) from outcome
-            time.sleep(self.retry.delay(attempt, outcome))
-            attempt += 1
-
-    def _call(
-        self,
-        method: str,
-        path: str,
-        what: str,
-        *,
-        body: Any = None,
-        params: dict[str, str | int] | None = None,
-        headers: dict[str, str] | None = None,
-        expect: int = 200,
-    ) -> httpx.Response:
-        sent = {**connection.auth_headers(self._token), **protocol.headers(body), **(headers or {})}
-        content = None if body is None else protocol.encode(body)
-        response = self._send(
-            lambda: self._http.build_request(
-                method, path, content=content, params=params, headers=sent
-            ),
-            what,
-        )
-        if response.status_code != expect:
-            raise ClientError.from_response(response, what)
-        return response
 
     # -- the API ---------------------------------------------------------------------------
 
@@ -182,16 +102,7 @@ class Client:
         body = protocol.upload_url_body(
             name=name, files=files, workload_metadata=workload_metadata, description=description
         )
-        key = idempotency_key or str(uuid.uuid4())
-        response = self._call(
-            "POST",
-            f"{protocol.TRACESETS}/upload-url",
-            "upload-url",
-            body=body,
-            headers={"Idempotency-Key": key},
-            expect=201,
-        )
-        return protocol.parse(UploadUrlResponse, response, "upload-url")
+        return self._fetch(self._upload_url_call(body, idempotency_key))
 
     def add_files(self, traceset_id: str, files: Sequence[protocol.FileEntry]) -> UploadUrlResponse:
         """Declare more files of a pending traceset; an upload entry for each still to send.
@@ -199,14 +110,7 @@ class Client:
         Declaring a file again exactly as before is harmless (a retry answers what is left
         of it), so this is safe to retry as a whole.
         """
-        response = self._call(
-            "POST",
-            protocol.traceset_path(traceset_id, "files"),
-            "add files",
-            body=protocol.add_files_body(files),
-            expect=201,
-        )
-        return protocol.parse(UploadUrlResponse, response, "add files")
+        return self._fetch(self._add_files_call(traceset_id, files))
 
     def send_file(
         self,
@@ -232,9 +136,7 @@ class Client:
     ) -> None:
         """Hash ``files`` (as ``collect`` finds them), add them to a pending traceset in one
         request and send what is left of each; the traceset stays pending."""
-        files = self._hash(files, None)
-        created = self.add_files(traceset_id, [f.spec() for f in files])
-        self.send_uploads(traceset_id, files, created.uploads, progress)
+        self._run(self._add_local_flow(traceset_id, files, progress))
 
     def send_uploads(
         self,
@@ -244,12 +146,7 @@ class Client:
         progress: ProgressCallback | None = None,
     ) -> None:
         """PUT the bytes of ``files`` as ``uploads`` say, ``concurrency`` at a time."""
-        try:
-            puts = plan(files, uploads)
-            self._put_all(puts, ProgressCounter(sum(p.length for p in puts), progress))
-        except ClientError as error:
-            error.traceset_id = traceset_id
-            raise
+        self._run(self._send_flow(traceset_id, files, uploads, progress))
 
     def upload(
         self,
@@ -272,47 +169,30 @@ class Client:
         pass. With ``wait`` seconds, the traceset is returned once the service has inspected
         its traces (see ``wait_for_inspection``).
         """
-        files = collect(paths, supporting)
-        protocol.upload_url_body(
+        upload = UploadPlan.checked(
+            collect(paths, supporting),
             name=name,
-            files=[f.spec() for f in files],
             workload_metadata=workload_metadata,
             description=description,
         )
-        self._check_write_access()
-        files = self._hash(files, hash_progress)
-        body = protocol.upload_url_body(
-            name=name,
-            files=[f.spec() for f in files],
-            workload_metadata=workload_metadata,
-            description=description,
-        )
-        key = fingerprint(self.url, self._token, body)
-        started = self.state.started(key)
-        if started is not None:
-            # The same upload ran before and did not finish: send only what is missing.
-            with contextlib.suppress(ClientError):
-                done = self._resume(started, files, progress, hash_progress=None)
-                self.state.forget(key)
-                return self.wait_for_inspection(done.id, timeout=wait) if wait > 0 else done
-        created = self.request_upload_urls(
-            name=name,
-            files=[f.spec() for f in files],
-            workload_metadata=workload_metadata,
-            description=description,
-        )
-        self.state.remember(key, created.tracesetId)
-        done = self._send_files(created.tracesetId, files, created.uploads, progress)
-        self.state.forget(key)
-        return self.wait_for_inspection(done.id, timeout=wait) if wait > 0 else done
+        return self.upload_plan(upload, progress=progress, hash_progress=hash_progress, wait=wait)
+
+    def upload_plan(
+        self,
+        upload: UploadPlan,
+        *,
+        progress: ProgressCallback | None = None,
+        hash_progress: ProgressCallback | None = None,
+        wait: float = 0,
+        files_progress: FilesCallback | None = None,
+    ) -> Traceset:
+        """``upload`` of files already collected and checked (``UploadPlan.checked``);
+        ``files_progress(arrived, count, in_flight)`` follows the PUTs file by file."""
+        return self._run(self._upload_flow(upload, progress, hash_progress, wait, files_progress))
 
     def whoami(self) -> Whoami:
         """The workspace and scopes of this client's token; reads and changes nothing."""
-        return protocol.parse(Whoami, self._call("GET", protocol.WHOAMI, "whoami"), "whoami")
-
-    def _check_write_access(self) -> None:
-        """Fail at once on a token that cannot upload, not after hashing terabytes."""
-        protocol.require_scope(self.whoami(), "write")
+        return self._fetch(self._whoami_call())
 
     def wait_for_inspection(
         self, traceset_id: str, *, timeout: float = 60.0, interval: float = 0.25
@@ -321,33 +201,11 @@ class Client:
         longer pending), polling every ``interval`` seconds (growing to 2) for at most
         ``timeout`` seconds; ``ClientError`` if it is still pending then. A traceset with no
         inspection (no primary files, or not complete) is returned at once."""
-        deadline = time.monotonic() + timeout
-        while True:
-            traceset = self.get_traceset(traceset_id)
-            if not protocol.inspection_pending(traceset):
-                return traceset
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise protocol.inspection_timeout(traceset_id, timeout)
-            time.sleep(min(interval, left))
-            interval = min(interval * 1.5, 2.0)
+        return self._run(self._wait_flow(traceset_id, timeout, interval))
 
     def upload_status(self, traceset_id: str) -> UploadStatus:
         """What of a pending upload has arrived, and fresh URLs for the rest (every page)."""
-        whole: UploadStatus | None = None
-        cursor: str | None = None
-        while True:
-            response = self._call(
-                "GET",
-                protocol.traceset_path(traceset_id, "uploads"),
-                "uploads",
-                params=protocol.files_params(cursor),
-            )
-            page = protocol.parse(UploadStatus, response, "uploads")
-            whole = page if whole is None else protocol.joined(whole, page)
-            if page.nextCursor is None:
-                return whole.model_copy(update={"nextCursor": None})
-            cursor = page.nextCursor
+        return self._run(self._upload_status_flow(traceset_id))
 
     def resume_upload(
         self,
@@ -363,75 +221,39 @@ class Client:
         ``paths`` and ``supporting`` as given to ``upload``; each file still to send must
         have the size and sha256 the traceset declared.
         """
-        return self._resume(
-            traceset_id, collect(paths, supporting), progress, hash_progress=hash_progress
-        )
+        files = collect(paths, supporting)
+        return self.resume_files(traceset_id, files, progress=progress, hash_progress=hash_progress)
 
-    def _resume(
+    def resume_files(
         self,
         traceset_id: str,
         files: list[LocalFile],
-        progress: ProgressCallback | None,
         *,
-        hash_progress: ProgressCallback | None,
+        progress: ProgressCallback | None = None,
+        hash_progress: ProgressCallback | None = None,
+        files_progress: FilesCallback | None = None,
     ) -> Traceset:
-        status = self.upload_status(traceset_id)
-        if status.status != "pending":
-            return self.get_traceset(traceset_id)
-        traceset = self.get_traceset(traceset_id)
-        wanted = self._hash(still_to_send(files, traceset, status), hash_progress)
-        check_digests(wanted, traceset)
-        return self._send_files(traceset_id, wanted, status.uploads, progress)
-
-    def _send_files(
-        self,
-        traceset_id: str,
-        files: list[LocalFile],
-        uploads: list[UploadTarget],
-        progress: ProgressCallback | None,
-    ) -> Traceset:
-        try:
-            puts = plan(files, uploads)
-            self._put_all(puts, ProgressCounter(sum(p.length for p in puts), progress))
-            return self.complete(traceset_id)
-        except ClientError as error:
-            error.traceset_id = traceset_id
-            raise
+        """``resume_upload`` of files already collected."""
+        return self._run(
+            self._resume_flow(traceset_id, files, progress, hash_progress, files_progress)
+        )
 
     def complete(self, traceset_id: str) -> Traceset:
         """Mark an upload complete once every file has arrived whole."""
-        response = self._call("POST", protocol.traceset_path(traceset_id, "complete"), "complete")
-        return self._whole(protocol.parse(Traceset, response, "complete"))
+        return self._run(self._complete_flow(traceset_id))
 
     def get_traceset(self, traceset_id: str) -> Traceset:
         """The traceset with every one of its files, fetched page after page past the first."""
-        response = self._call("GET", protocol.traceset_path(traceset_id), "get traceset")
-        return self._whole(protocol.parse(Traceset, response, "get traceset"))
-
-    def _whole(self, traceset: TracesetT) -> TracesetT:
-        """The traceset with the files past its first page too (an answer holds one page)."""
-        if traceset.filesNextCursor is None:
-            return traceset
-        rest = list(self.iter_files(traceset.id, traceset.filesNextCursor))
-        return traceset.model_copy(
-            update={"files": [*traceset.files, *rest], "filesNextCursor": None}
-        )
+        return self._run(self._get_flow(traceset_id))
 
     def iter_files(self, traceset_id: str, cursor: str | None = None) -> Iterator[TracesetFile]:
         """A traceset's files in index order (from ``cursor`` on, if given), one page of up
         to 1,000 fetched at a time."""
         while True:
-            response = self._call(
-                "GET",
-                protocol.traceset_path(traceset_id, "files"),
-                "list files",
-                params=protocol.files_params(cursor),
-            )
-            page = protocol.parse(FileList, response, "list files")
+            page = self._fetch(self._files_page_call(traceset_id, cursor))
             yield from page.items
-            if page.nextCursor is None:
+            if (cursor := page.nextCursor) is None:
                 return
-            cursor = page.nextCursor
 
     def list_tracesets(
         self,
@@ -456,8 +278,7 @@ class Client:
             page_size=page_size,
         )
         while True:
-            response = self._call("GET", protocol.TRACESETS, "list tracesets", params=params)
-            page = protocol.parse(TracesetList, response, "list tracesets")
+            page = self._fetch(self._list_page_call(params))
             yield from page.items
             if page.nextCursor is None:
                 return
@@ -467,13 +288,10 @@ class Client:
         self, traceset_id: str, workload_metadata: protocol.Metadata | None = None
     ) -> PromotedTraceset:
         """Promote a ready traceset; new ``workload_metadata`` replaces the stored one."""
-        response = self._call(
-            "POST",
-            protocol.traceset_path(traceset_id, "promote"),
-            "promote",
-            body=protocol.promote_body(workload_metadata),
-        )
-        return self._whole(protocol.parse(PromotedTraceset, response, "promote"))
+        return self._run(self._promote_flow(traceset_id, workload_metadata))
+
+    def delete_traceset(self, traceset_id: str) -> None:
+        self._fetch(self._delete_call(traceset_id))
 
     def download(
         self,
@@ -488,36 +306,7 @@ class Client:
 
         With ``sha256``, the bytes must have that digest or nothing is kept.
         """
-        what = f"download {name}"
-        found = self._call("GET", protocol.file_path(traceset_id, name), what, expect=307)
-        location = found.url.join(found.headers["location"])
-        target = download_target(dest, name)
-        for attempt in range(self.retry.retries + 1):
-            response = self._send(
-                lambda: self._http.build_request("GET", location), what, stream=True
-            )
-            sink = Download(target, sha256)
-            try:
-                if response.status_code != 200:
-                    response.read()
-                    raise ClientError.from_response(response, what)
-                counter = ProgressCounter(int(response.headers.get("content-length", 0)), progress)
-                counter.start()
-                for chunk in response.iter_bytes():
-                    sink.write(chunk)
-                    counter.add(len(chunk))
-                return sink.finish()
-            except httpx.TransportError as exc:
-                sink.discard()
-                if attempt == self.retry.retries:
-                    raise ClientError.no_answer(what, exc) from exc
-                time.sleep(self.retry.delay(attempt, exc))
-            except BaseException:
-                sink.discard()
-                raise
-            finally:
-                response.close()
-        raise AssertionError("unreachable")
+        return self._run(self._download_flow(traceset_id, name, dest, sha256, progress))
 
     def download_traceset(
         self,
@@ -535,113 +324,4 @@ class Client:
         there is replaced. After a failure no new file starts, those in flight finish, and
         the first error is raised.
         """
-        started = time.monotonic()
-        if isinstance(traceset, str):
-            traceset = self.get_traceset(traceset)
-        traceset_id = traceset.id
-        files = choose(traceset.files, names)
-        places = [inside(dest, f.name) for f in files]
-        counter = ProgressCounter(sum(f.size for f in files), progress)
-        counter.start()
-        stop = threading.Event()
-
-        def one(file: TracesetFile, path: Path) -> int | None:
-            if stop.is_set():
-                return None
-            try:
-                if clear(path, file):
-                    counter.add(file.size)
-                    return None
-                self.download(
-                    traceset_id, file.name, path, sha256=file.sha256, progress=adding(counter)
-                )
-                return file.size
-            except BaseException:
-                stop.set()
-                raise
-
-        with ThreadPoolExecutor(self.concurrency) as pool:
-            futures = [pool.submit(one, f, p) for f, p in zip(files, places, strict=True)]
-            try:
-                wait(futures)
-            except BaseException:
-                stop.set()
-                raise
-        for future in futures:
-            if (error := future.exception()) is not None:
-                raise error
-        return tally((f.result() for f in futures), time.monotonic() - started, dest)
-
-    def delete_traceset(self, traceset_id: str) -> None:
-        self._call("DELETE", protocol.traceset_path(traceset_id), "delete", expect=204)
-
-    # -- upload steps ----------------------------------------------------------------------
-
-    def _hash(self, files: list[LocalFile], progress: ProgressCallback | None) -> list[LocalFile]:
-        """Each file's sha256, computed once: files that have one keep it."""
-        counter = ProgressCounter(total_size([f for f in files if f.sha256 is None]), progress)
-        counter.start()
-        with ThreadPoolExecutor(self.concurrency) as pool:
-            return list(pool.map(lambda f: f if f.sha256 else hash_file(f, counter.add), files))
-
-    def _put_all(self, puts: list[Put], counter: ProgressCounter) -> None:
-        """Every PUT, ``concurrency`` at a time. After a failure no new PUT starts, but those
-        in flight finish, so a resume has less to send; Ctrl-C stops them at their next chunk.
-        """
-        counter.start()
-        stop, abort = threading.Event(), threading.Event()
-        with ThreadPoolExecutor(self.concurrency) as pool:
-            futures: list[Future[None]] = [
-                pool.submit(self._put, put, counter, stop, abort) for put in puts
-            ]
-            try:
-                wait(futures)
-            except BaseException:
-                stop.set()
-                abort.set()
-                raise
-        for future in futures:
-            if (error := future.exception()) is not None:
-                raise error
-
-    def _put(
-        self, put: Put, counter: ProgressCounter, stop: threading.Event, abort: threading.Event
-    ) -> None:
-        if stop.is_set():
-            return
-        try:
-            self._put_once(put, counter, abort)
-        except BaseException:
-            stop.set()
-            raise
-
-    def _put_once(self, put: Put, counter: ProgressCounter, abort: threading.Event) -> None:
-        sent = 0
-
-        def body() -> Iterator[bytes]:
-            nonlocal sent
-            for chunk in read_range(put.file.path, put.offset, put.length):
-                if abort.is_set():
-                    raise _Cancelled
-                sent += len(chunk)
-                counter.add(len(chunk))
-                yield chunk
-
-        def rewind() -> None:
-            nonlocal sent
-            counter.add(-sent)
-            sent = 0
-
-        # An explicit Content-Length: signed URLs (S3's above all) refuse chunked bodies.
-        headers = {**put.headers, "Content-Length": str(put.length)}
-        what = f"PUT {put.label}"
-        try:
-            response = self._send(
-                lambda: self._http.build_request("PUT", put.url, content=body(), headers=headers),
-                what,
-                rewind=rewind,
-            )
-        except _Cancelled:
-            return
-        if not response.is_success and not already_stored(put, response.status_code):
-            raise ClientError.from_response(response, what)
+        return self._run(self._download_all_flow(traceset, dest, names, progress))

@@ -1,0 +1,212 @@
+"""``AsyncClient``'s I/O: each step of a flow awaited; files read and hashed on worker
+threads, so the event loop never waits on the disk."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+
+from tracesets.client.core import ClientCore
+from tracesets.client.errors import ClientError
+from tracesets.client.files import (
+    Download,
+    LocalFile,
+    Put,
+    hash_file,
+    total_size,
+)
+from tracesets.client.progress import ProgressCallback, ProgressCounter
+from tracesets.client.steps import (
+    Attempts,
+    Call,
+    Disk,
+    Each,
+    Fetch,
+    Flow,
+    Hash,
+    PutAll,
+    Sending,
+    Step,
+)
+
+T = TypeVar("T")
+
+
+class AwaitingIO(ClientCore):
+    """The I/O of the steps ``ClientCore``'s flows ask for."""
+
+    _http: httpx.AsyncClient
+
+    # -- performing the core's steps -------------------------------------------------------
+
+    async def _run(self, flow: Flow[T]) -> T:
+        """``Client._run``, each step awaited."""
+        answer: Any = None
+        failure: Exception | None = None
+        while True:
+            try:
+                step = flow.send(answer) if failure is None else flow.throw(failure)
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
+            try:
+                answer, failure = await self._perform(step), None
+            except Exception as exc:  # thrown into the flow, which decides
+                answer, failure = None, exc
+
+    async def _perform(self, step: Step) -> Any:
+        if isinstance(step, Call):
+            return await self._fetch(step)
+        if isinstance(step, Hash):
+            return await self._hash(step.files, step.progress)
+        if isinstance(step, PutAll):
+            return await self._put_all(step)
+        if isinstance(step, Fetch):
+            return await self._fetch_bytes(step)
+        if isinstance(step, Disk):
+            return await asyncio.to_thread(step.work)
+        if isinstance(step, Each):
+            return await self._each([self._run(flow) for flow in step.flows])
+        await asyncio.sleep(step.seconds)
+        return None
+
+    async def _fetch(self, call: Call[T]) -> T:
+        args = self._request_args(call)
+        response = await self._send(lambda: self._http.build_request(**args), call.what)
+        return self._answer(call, response)
+
+    async def _send(
+        self,
+        build: Callable[[], httpx.Request],
+        what: str,
+        *,
+        rewind: Callable[[], None] | None = None,
+        stream: bool = False,
+    ) -> httpx.Response:
+        attempts = Attempts(self.retry, what, rewind)
+        while True:
+            outcome: httpx.Response | Exception
+            try:
+                outcome = await self._http.send(build(), stream=stream)
+            except httpx.TransportError as exc:
+                outcome = exc
+            kept = attempts.after(outcome)
+            if isinstance(kept, httpx.Response):
+                return kept
+            if isinstance(outcome, httpx.Response):
+                await outcome.aclose()
+            await asyncio.sleep(kept)
+
+    async def _fetch_bytes(self, fetch: Fetch) -> Path:
+        response = await self._send(
+            lambda: self._http.build_request("GET", fetch.url), fetch.what, stream=True
+        )
+        sink = Download(fetch.target, fetch.sha256)
+        try:
+            if response.status_code != 200:
+                await response.aread()
+                raise ClientError.from_response(response, fetch.what)
+            counter = ProgressCounter(
+                int(response.headers.get("content-length", 0)), fetch.progress
+            )
+            counter.start()
+            async for chunk in response.aiter_bytes():
+                await asyncio.to_thread(sink.write, chunk)
+                counter.add(len(chunk))
+            return await asyncio.to_thread(sink.finish)
+        except BaseException:
+            sink.discard()
+            raise
+        finally:
+            await response.aclose()
+
+    # -- many at once ----------------------------------------------------------------------
+
+    async def _each(self, jobs: list[Awaitable[T]]) -> list[T | None]:
+        """Every job, ``concurrency`` at a time, results in order. After a failure no new
+        job starts but those running finish; the first error is raised."""
+        limit = asyncio.Semaphore(self.concurrency)
+        failed = False
+
+        async def guarded(job: Awaitable[T]) -> T | None:
+            nonlocal failed
+            async with limit:
+                if failed:
+                    _forget(job)
+                    return None
+                try:
+                    return await job
+                except BaseException:
+                    failed = True
+                    raise
+
+        outcomes = await asyncio.gather(*(guarded(j) for j in jobs), return_exceptions=True)
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
+        return [o for o in outcomes if not isinstance(o, BaseException)]
+
+    async def _hash(
+        self, files: list[LocalFile], progress: ProgressCallback | None
+    ) -> list[LocalFile]:
+        counter = ProgressCounter(total_size([f for f in files if f.sha256 is None]), progress)
+        counter.start()
+        limit = asyncio.Semaphore(self.concurrency)
+
+        async def one(file: LocalFile) -> LocalFile:
+            if file.sha256 is not None:
+                return file  # computed once: a resume does not hash again
+            async with limit:
+                return await asyncio.to_thread(hash_file, file, counter.add)
+
+        return await _all_or_none([one(f) for f in files])
+
+    async def _put_all(self, step: PutAll) -> None:
+        puts = step.puts
+        counter = ProgressCounter(sum(p.length for p in puts), step.progress, step.files, len(puts))
+        counter.start()
+        await self._each([self._put(put, counter) for put in puts])
+
+    async def _put(self, put: Put, counter: ProgressCounter) -> None:
+        sending = Sending(put, counter)
+
+        async def body() -> AsyncIterator[bytes]:
+            chunks = sending.chunks()
+            while (chunk := await asyncio.to_thread(next, chunks, b"")) != b"":
+                yield chunk
+
+        response = await self._send(
+            lambda: self._http.build_request(
+                "PUT", put.url, content=body(), headers=sending.headers
+            ),
+            sending.what,
+            rewind=sending.rewind,
+        )
+        sending.check(response)
+
+
+def _forget(job: Awaitable[Any]) -> None:
+    """A coroutine never to be awaited, closed so that Python does not warn of it."""
+    close = getattr(job, "close", None)
+    if close is not None:
+        close()
+
+
+async def _all_or_none(jobs: list[Awaitable[T]]) -> list[T]:
+    """Every job's result in order; on the first failure the others are cancelled."""
+    if not jobs:
+        return []
+    tasks = [asyncio.ensure_future(job) for job in jobs]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    for task in tasks:
+        if not task.cancelled() and (error := task.exception()) is not None:
+            raise error
+    return [task.result() for task in tasks]

@@ -1,0 +1,426 @@
+"""Everything both clients do except I/O, as httpx's ``BaseClient`` does it.
+
+``ClientCore`` holds the construction, one ``Call`` per API request (method, path,
+body, expected status, how to read the answer), the upload plan and the resume
+fingerprint. Steps of more than one request (an upload, a resume, paging, waiting for
+an inspection) are written once, as generators that yield the steps they need done
+(``steps.py``: a request, hashing, the PUTs, a pause, a download, local disk work).
+
+``Client`` and ``AsyncClient`` only perform the steps (``_run``), blocking or awaited,
+so a rule, a retry decision or a step of the upload cannot differ between them. A
+failure is thrown back into the flow at the step that asked, so the flows handle errors
+as plain code would.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Generator, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, cast
+
+import httpx
+
+from tracesets.client import connection, protocol
+from tracesets.client.downloads import DownloadSummary, adding, choose, clear, inside, tally
+from tracesets.client.errors import ClientError
+from tracesets.client.files import (
+    LocalFile,
+    PathLike,
+    check_digests,
+    download_target,
+    plan,
+    still_to_send,
+)
+from tracesets.client.models import (
+    FileList,
+    PromotedTraceset,
+    Traceset,
+    TracesetFile,
+    TracesetList,
+    UploadStatus,
+    UploadTarget,
+    UploadUrlResponse,
+    Whoami,
+)
+from tracesets.client.progress import FilesCallback, ProgressCallback, ProgressCounter
+from tracesets.client.protocol import TracesetT
+from tracesets.client.retry import RetryPolicy
+from tracesets.client.state import UploadState, fingerprint
+from tracesets.client.steps import (
+    Call,
+    Disk,
+    Each,
+    Fetch,
+    Flow,
+    Params,
+    PutAll,
+    Sleep,
+    T,
+    ask,
+    hashed,
+    location,
+    nothing,
+    reading,
+)
+from tracesets.version import __version__
+
+USER_AGENT: Final = f"tracesets-python/{__version__}"
+#: Seconds between polls of an inspection at first; each wait grows by half, to 2 s.
+POLL_INTERVAL: Final = 0.25
+
+
+@dataclass(frozen=True, slots=True)
+class UploadPlan:
+    """Files to upload as one traceset and what to declare of them, checked once."""
+
+    files: list[LocalFile]
+    name: str
+    workload_metadata: protocol.Metadata | None = None
+    description: str | None = None
+
+    @classmethod
+    def checked(
+        cls,
+        files: list[LocalFile],
+        *,
+        name: str,
+        workload_metadata: protocol.Metadata | None = None,
+        description: str | None = None,
+    ) -> UploadPlan:
+        """The plan, if the upload rules accept it; ClientError (nothing sent) if not.
+
+        Checked before hashing: the digests the client adds later are well-formed by
+        construction, so the rules need not see the body again.
+        """
+        made = cls(files, name, workload_metadata, description)
+        protocol.check(made.body(files))
+        return made
+
+    def body(self, files: Sequence[LocalFile]) -> dict[str, Any]:
+        return protocol.build_upload_body(
+            name=self.name,
+            files=[f.spec() for f in files],
+            workload_metadata=self.workload_metadata,
+            description=self.description,
+        )
+
+
+class ClientCore:
+    """What ``Client`` and ``AsyncClient`` share: settings, requests, flows."""
+
+    def __init__(
+        self,
+        url: str | None,
+        token: str | None,
+        *,
+        timeout: float,
+        concurrency: int,
+        retry: RetryPolicy | None,
+        state: UploadState | None,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        self.url = connection.base_url(url)
+        self.concurrency = concurrency
+        self.retry = retry or RetryPolicy()
+        self.state = state or UploadState()
+        self._token = connection.token(token)
+        self._timeout = timeout
+
+    def _http_settings(self) -> dict[str, Any]:
+        """The keyword arguments of either httpx client."""
+        return {
+            "base_url": self.url,
+            "timeout": httpx.Timeout(self._timeout, connect=min(self._timeout, 10.0)),
+            # Every PUT at once keeps its connection between files, plus one for API calls.
+            "limits": httpx.Limits(
+                max_connections=self.concurrency + 2, max_keepalive_connections=self.concurrency + 2
+            ),
+            "headers": {"User-Agent": USER_AGENT},
+        }
+
+    def _request_args(self, call: Call[Any]) -> dict[str, Any]:
+        """``build_request``'s arguments for ``call``, authorised."""
+        headers = {
+            **connection.auth_headers(self._token),
+            **protocol.headers(call.body),
+            **call.headers,
+        }
+        content = None if call.body is None else protocol.encode(call.body)
+        return {
+            "method": call.method,
+            "url": call.path,
+            "content": content,
+            "params": call.params,
+            "headers": headers,
+        }
+
+    @staticmethod
+    def _answer(call: Call[T], response: httpx.Response) -> T:
+        if response.status_code != call.expect:
+            raise ClientError.from_response(response, call.what)
+        return call.read(response)
+
+    # -- the API's requests -----------------------------------------------------------------
+
+    def _whoami_call(self) -> Call[Whoami]:
+        return Call("GET", protocol.WHOAMI, "whoami", reading(Whoami, "whoami"))
+
+    def _upload_url_call(self, body: dict[str, Any], key: str | None) -> Call[UploadUrlResponse]:
+        """One ``Idempotency-Key`` (a fresh UUID unless given) goes with every retry."""
+        return Call(
+            "POST",
+            f"{protocol.TRACESETS}/upload-url",
+            "upload-url",
+            reading(UploadUrlResponse, "upload-url"),
+            body=body,
+            headers={"Idempotency-Key": key or str(uuid.uuid4())},
+            expect=201,
+        )
+
+    def _add_files_call(
+        self, traceset_id: str, files: Sequence[protocol.FileEntry]
+    ) -> Call[UploadUrlResponse]:
+        return Call(
+            "POST",
+            protocol.traceset_path(traceset_id, "files"),
+            "add files",
+            reading(UploadUrlResponse, "add files"),
+            body=protocol.add_files_body(files),
+            expect=201,
+        )
+
+    def _uploads_page_call(self, traceset_id: str, cursor: str | None) -> Call[UploadStatus]:
+        return Call(
+            "GET",
+            protocol.traceset_path(traceset_id, "uploads"),
+            "uploads",
+            reading(UploadStatus, "uploads"),
+            params=protocol.files_params(cursor),
+        )
+
+    def _files_page_call(self, traceset_id: str, cursor: str | None) -> Call[FileList]:
+        return Call(
+            "GET",
+            protocol.traceset_path(traceset_id, "files"),
+            "list files",
+            reading(FileList, "list files"),
+            params=protocol.files_params(cursor),
+        )
+
+    def _list_page_call(self, params: Params) -> Call[TracesetList]:
+        return Call(
+            "GET",
+            protocol.TRACESETS,
+            "list tracesets",
+            reading(TracesetList, "list tracesets"),
+            params=params,
+        )
+
+    def _file_call(self, traceset_id: str, name: str) -> Call[httpx.URL]:
+        """Where a file's bytes are: the service answers a redirect to a signed URL."""
+        what = f"download {name}"
+        return Call("GET", protocol.file_path(traceset_id, name), what, location, expect=307)
+
+    def _delete_call(self, traceset_id: str) -> Call[None]:
+        path = protocol.traceset_path(traceset_id)
+        return Call("DELETE", path, "delete", nothing, expect=204)
+
+    # -- steps of more than one request -------------------------------------------------------
+
+    def _get_flow(self, traceset_id: str) -> Flow[Traceset]:
+        path = protocol.traceset_path(traceset_id)
+        first = yield from ask(Call("GET", path, "get traceset", reading(Traceset, "get traceset")))
+        return (yield from self._whole(first))
+
+    def _complete_flow(self, traceset_id: str) -> Flow[Traceset]:
+        path = protocol.traceset_path(traceset_id, "complete")
+        done = yield from ask(Call("POST", path, "complete", reading(Traceset, "complete")))
+        return (yield from self._whole(done))
+
+    def _promote_flow(
+        self, traceset_id: str, workload_metadata: protocol.Metadata | None
+    ) -> Flow[PromotedTraceset]:
+        promoted = yield from ask(
+            Call(
+                "POST",
+                protocol.traceset_path(traceset_id, "promote"),
+                "promote",
+                reading(PromotedTraceset, "promote"),
+                body=protocol.promote_body(workload_metadata),
+            )
+        )
+        return (yield from self._whole(promoted))
+
+    def _whole(self, traceset: TracesetT) -> Flow[TracesetT]:
+        """The traceset with the files past its first page too (an answer holds one page)."""
+        files, cursor = list(traceset.files), traceset.filesNextCursor
+        if cursor is None:
+            return traceset
+        while cursor is not None:
+            page = yield from ask(self._files_page_call(traceset.id, cursor))
+            files.extend(page.items)
+            cursor = page.nextCursor
+        return traceset.model_copy(update={"files": files, "filesNextCursor": None})
+
+    def _upload_status_flow(self, traceset_id: str) -> Flow[UploadStatus]:
+        whole = yield from ask(self._uploads_page_call(traceset_id, None))
+        cursor = whole.nextCursor
+        while cursor is not None:
+            page = yield from ask(self._uploads_page_call(traceset_id, cursor))
+            whole, cursor = protocol.joined(whole, page), page.nextCursor
+        return whole.model_copy(update={"nextCursor": None})
+
+    def _wait_flow(self, traceset_id: str, timeout: float, interval: float) -> Flow[Traceset]:
+        deadline = time.monotonic() + timeout
+        while True:
+            traceset = yield from self._get_flow(traceset_id)
+            if not protocol.inspection_pending(traceset):
+                return traceset
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise protocol.inspection_timeout(traceset_id, timeout)
+            yield Sleep(min(interval, left))
+            interval = min(interval * 1.5, 2.0)
+
+    def _upload_flow(
+        self,
+        upload: UploadPlan,
+        progress: ProgressCallback | None,
+        hash_progress: ProgressCallback | None,
+        wait: float,
+        files_progress: FilesCallback | None = None,
+    ) -> Flow[Traceset]:
+        """The token checked (not after hashing terabytes), each file hashed once, then
+        a resume of the same upload if one is remembered, else a new traceset."""
+        protocol.require_scope((yield from ask(self._whoami_call())), "write")
+        files = yield from hashed(upload.files, hash_progress)
+        body = upload.body(files)
+        key = fingerprint(self.url, self._token, body)
+        started = self.state.started(key)
+        done: Traceset | None = None
+        if started is not None:
+            try:  # the same upload ran before and did not finish: send only what is missing
+                done = yield from self._resume_flow(started, files, progress, None, files_progress)
+            except ClientError:
+                done = None  # gone, or not resumable: start afresh
+        if done is None:
+            created = yield from ask(self._upload_url_call(body, None))
+            self.state.remember(key, created.tracesetId)
+            done = yield from self._send_and_complete_flow(
+                created.tracesetId, files, created.uploads, progress, files_progress
+            )
+        self.state.forget(key)
+        if wait > 0:
+            done = yield from self._wait_flow(done.id, wait, POLL_INTERVAL)
+        return done
+
+    def _resume_flow(
+        self,
+        traceset_id: str,
+        files: list[LocalFile],
+        progress: ProgressCallback | None,
+        hash_progress: ProgressCallback | None,
+        files_progress: FilesCallback | None = None,
+    ) -> Flow[Traceset]:
+        status = yield from self._upload_status_flow(traceset_id)
+        traceset = yield from self._get_flow(traceset_id)
+        if status.status != "pending":
+            return traceset
+        wanted = yield from hashed(still_to_send(files, traceset, status), hash_progress)
+        check_digests(wanted, traceset)
+        return (
+            yield from self._send_and_complete_flow(
+                traceset_id, wanted, status.uploads, progress, files_progress
+            )
+        )
+
+    def _send_flow(
+        self,
+        traceset_id: str,
+        files: list[LocalFile],
+        uploads: Sequence[UploadTarget],
+        progress: ProgressCallback | None,
+        files_progress: FilesCallback | None = None,
+    ) -> Flow[None]:
+        """PUT what ``uploads`` ask for; an error names the traceset left pending."""
+        try:
+            yield PutAll(plan(files, uploads), progress, files_progress)
+        except ClientError as error:
+            error.traceset_id = traceset_id
+            raise
+
+    def _send_and_complete_flow(
+        self,
+        traceset_id: str,
+        files: list[LocalFile],
+        uploads: Sequence[UploadTarget],
+        progress: ProgressCallback | None,
+        files_progress: FilesCallback | None = None,
+    ) -> Flow[Traceset]:
+        yield from self._send_flow(traceset_id, files, uploads, progress, files_progress)
+        try:
+            return (yield from self._complete_flow(traceset_id))
+        except ClientError as error:
+            error.traceset_id = traceset_id
+            raise
+
+    def _add_local_flow(
+        self, traceset_id: str, files: list[LocalFile], progress: ProgressCallback | None
+    ) -> Flow[None]:
+        files = yield from hashed(files, None)
+        created = yield from ask(self._add_files_call(traceset_id, [f.spec() for f in files]))
+        yield from self._send_flow(traceset_id, files, created.uploads, progress)
+
+    def _download_flow(
+        self,
+        traceset_id: str,
+        name: str,
+        dest: PathLike,
+        sha256: str | None,
+        progress: ProgressCallback | None,
+    ) -> Flow[Path]:
+        """The redirect asked for once; the bytes fetched again if the connection breaks."""
+        what = f"download {name}"
+        url = yield from ask(self._file_call(traceset_id, name))
+        target = download_target(dest, name)
+        attempt = 0
+        while True:
+            try:
+                return cast(Path, (yield Fetch(url, target, sha256, progress, what)))
+            except httpx.TransportError as exc:
+                if attempt == self.retry.retries:
+                    raise ClientError.no_answer(what, exc) from exc
+                yield Sleep(self.retry.delay(attempt, exc))
+                attempt += 1
+
+    def _download_all_flow(
+        self,
+        traceset: str | Traceset,
+        dest: PathLike,
+        names: Iterable[str] | None,
+        progress: ProgressCallback | None,
+    ) -> Flow[DownloadSummary]:
+        started = time.monotonic()
+        if isinstance(traceset, str):
+            traceset = yield from self._get_flow(traceset)
+        files = choose(traceset.files, names)
+        places = [(f, inside(dest, f.name)) for f in files]  # every name checked first
+        counter = ProgressCounter(sum(f.size for f in files), progress)
+        counter.start()
+        flows = [self._download_one_flow(traceset.id, f, p, counter) for f, p in places]
+        outcomes = yield Each(cast(list[Generator[Any, Any, Any]], flows))
+        return tally(outcomes, time.monotonic() - started, dest)
+
+    def _download_one_flow(
+        self, traceset_id: str, file: TracesetFile, path: Path, counter: ProgressCounter
+    ) -> Flow[int | None]:
+        """The file's bytes fetched, or ``None`` when they are there already."""
+        if (yield Disk(lambda: clear(path, file))):
+            counter.add(file.size)
+            return None
+        yield from self._download_flow(traceset_id, file.name, path, file.sha256, adding(counter))
+        return file.size

@@ -1,0 +1,106 @@
+"""The client core without any I/O: an upload's steps driven by hand, answers made up.
+
+What both clients do is decided here, step by step; ``Client`` and ``AsyncClient`` only
+perform the steps, so these tests hold for both.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.client.test_retries import traceset_json
+from tracesets.client.core import ClientCore, UploadPlan
+from tracesets.client.errors import ClientError
+from tracesets.client.files import collect, hash_file
+from tracesets.client.models import Traceset, UploadUrlResponse, Whoami
+from tracesets.client.state import UploadState, fingerprint
+from tracesets.client.steps import Call, Hash, PutAll, Step
+
+NOW = "2026-01-01T00:00:00.000Z"
+
+
+def core(tmp_path: Path) -> ClientCore:
+    state = UploadState(tmp_path / "state.json")
+    return ClientCore(
+        "http://service.test", "tok", timeout=5, concurrency=2, retry=None, state=state
+    )
+
+
+def plan_of(tmp_path: Path) -> UploadPlan:
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "rank0.json").write_bytes(os.urandom(300))
+    (folder / "rank1.json").write_bytes(os.urandom(200))
+    return UploadPlan.checked(
+        collect(folder), name="run", workload_metadata={"shape": {"rankCount": 2}}
+    )
+
+
+def created(body: dict[str, Any]) -> UploadUrlResponse:
+    return UploadUrlResponse.model_validate(
+        {
+            "tracesetId": "t1",
+            "uploads": [
+                {"name": f["name"], "role": f["role"], "method": "PUT",
+                 "url": f"http://store.test/{f['name']}", "headers": {}, "expiresAt": NOW}
+                for f in body["files"]
+            ],
+        }
+    )  # fmt: skip
+
+
+def test_an_upload_is_whoami_hash_upload_url_puts_complete(tmp_path: Path) -> None:
+    client, upload = core(tmp_path), plan_of(tmp_path)
+    flow = client._upload_flow(upload, None, None, 0)
+    steps: list[Step] = []
+
+    step = next(flow)
+    steps.append(step)
+    assert isinstance(step, Call) and (step.method, step.path) == ("GET", "/api/v1/whoami")
+    step = flow.send(Whoami(workspace="w", scopes=["read", "write"]))
+    assert isinstance(step, Hash) and [f.sha256 for f in step.files] == [None, None]
+    step = flow.send([hash_file(f) for f in step.files])
+    assert isinstance(step, Call) and step.path == "/api/v1/tracesets/upload-url"
+    assert step.expect == 201 and len(step.headers["Idempotency-Key"]) == 36
+    assert all(len(f["sha256"]) == 64 for f in step.body["files"])
+    body = step.body
+    step = flow.send(created(body))
+    assert isinstance(step, PutAll)
+    assert [(p.file.name, p.url, p.length) for p in step.puts] == [
+        ("rank0.json", "http://store.test/rank0.json", 300),
+        ("rank1.json", "http://store.test/rank1.json", 200),
+    ]
+    # Remembered under the fingerprint of exactly what was declared, until it completes.
+    assert client.state._read() == {fingerprint(client.url, "tok", body): "t1"}
+    step = flow.send(None)
+    assert isinstance(step, Call) and step.path == "/api/v1/tracesets/t1/complete"
+    with pytest.raises(StopIteration) as done:
+        flow.send(Traceset.model_validate(traceset_json("t1")))
+    assert done.value.value.id == "t1" and client.state._read() == {}
+
+
+def test_a_failed_put_names_the_traceset_and_keeps_it_for_a_resume(tmp_path: Path) -> None:
+    client, upload = core(tmp_path), plan_of(tmp_path)
+    flow = client._upload_flow(upload, None, None, 0)
+    next(flow)
+    hashing = flow.send(Whoami(workspace="w", scopes=["write"]))
+    assert isinstance(hashing, Hash)
+    asked = flow.send([hash_file(f) for f in hashing.files])
+    assert isinstance(asked, Call)
+    assert isinstance(flow.send(created(asked.body)), PutAll)
+    with pytest.raises(ClientError) as failed:
+        flow.throw(ClientError("PUT rank1.json answered 403", status=403))
+    assert failed.value.traceset_id == "t1"
+    assert list(client.state._read().values()) == ["t1"]  # running it again resumes t1
+
+
+def test_a_token_without_write_stops_before_any_hashing(tmp_path: Path) -> None:
+    flow = core(tmp_path)._upload_flow(plan_of(tmp_path), None, None, 0)
+    next(flow)
+    with pytest.raises(ClientError) as refused:
+        flow.send(Whoami(workspace="w", scopes=["read"]))
+    assert refused.value.status == 403
