@@ -19,10 +19,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from tracesets.analysis.report import analyse_traceset
 from tracesets.cli.figures import figures_table, json_members
 from tracesets.cli.output import say, warn
-from tracesets.cli.reading import read_files
 from tracesets.client.files import LocalFile, collect
 from tracesets.inspection import FileFinding, Summary, summarize
 from tracesets.inspection.report import result_json
@@ -38,6 +36,8 @@ def _stdout() -> Console:
 
 def inspect_local(files: Sequence[LocalFile]) -> list[FileFinding]:
     """Findings for the primary files among ``files``: their headers (and tails), no figures."""
+    from tracesets.cli.reading import read_files  # with the analysis: only when reading
+
     return read_files(files, figures=False).findings
 
 
@@ -130,6 +130,9 @@ def inspect(
 ) -> None:
     """Print what each trace says about its rank and its per-rank figures, what ranks are
     missing, and where ranks disagree; upload nothing."""
+    from tracesets.analysis.report import analyse_traceset
+    from tracesets.cli.reading import read_files
+
     files = collect(paths, ())
     reading = read_files(files, figures=True)
     findings = reading.findings
