@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
 
-Status = Literal["pending", "ready", "promoted"]
-STATUSES: tuple[Status, ...] = ("pending", "ready", "promoted")
+from tracesets.vocabulary import Status
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,9 +27,10 @@ from tracesets.service.catalog import (
     encode_cursor,
     encode_file_cursor,
 )
+from tracesets.vocabulary import FILES_PAGE_MAX
 
 #: Most files in one page: the files route's largest ``limit``, and what GET embeds.
-FILES_PAGE_LIMIT: Final = 1_000
+FILES_PAGE_LIMIT: Final = FILES_PAGE_MAX
 #: A page of files stops before its JSON passes this many bytes (names of 1,024
 #: control characters are 6 KiB each once escaped).
 FILES_PAGE_BYTES: Final = 2 * 1024 * 1024

@@ -12,7 +12,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, Self, TypeVar, Unpack
 
 import httpx
 
@@ -51,6 +51,7 @@ from tracesets.client.protocol import TracesetT
 from tracesets.client.retry import RetryPolicy
 from tracesets.client.state import UploadState, fingerprint
 from tracesets.client.sync import USER_AGENT
+from tracesets.vocabulary import ListFilters
 
 T = TypeVar("T")
 
@@ -213,23 +214,34 @@ class AsyncClient:
             description=description,
         )
         key = fingerprint(self.url, self._token, body)
+        first, *rest = protocol.declaration_batches(body["files"])
         started = self.state.started(key)
         if started is not None:
             # The same upload ran before and did not finish: send only what is missing.
             with contextlib.suppress(ClientError):
-                done = await self._resume(started, files, progress, hash_progress=None)
+                done = await self._resume(
+                    started, files, progress, hash_progress=None, declare=rest
+                )
                 self.state.forget(key)
                 return await self.wait_for_inspection(done.id, timeout=wait) if wait > 0 else done
         created = await self.request_upload_urls(
-            name=name,
-            files=[f.spec() for f in files],
-            workload_metadata=workload_metadata,
-            description=description,
+            name=name, files=first, workload_metadata=workload_metadata, description=description
         )
         self.state.remember(key, created.tracesetId)
-        done = await self._send_files(created.tracesetId, files, created.uploads, progress)
+        uploads = [*created.uploads, *await self._declare(created.tracesetId, rest)]
+        done = await self._send_files(created.tracesetId, files, uploads, progress)
         self.state.forget(key)
         return await self.wait_for_inspection(done.id, timeout=wait) if wait > 0 else done
+
+    async def _declare(
+        self, traceset_id: str, batches: list[list[dict[str, Any]]]
+    ) -> list[UploadTarget]:
+        """``Client._declare``'s twin."""
+        return [
+            entry
+            for batch in batches
+            for entry in (await self.add_files(traceset_id, batch)).uploads
+        ]
 
     async def whoami(self) -> Whoami:
         """``Client.whoami``'s twin."""
@@ -292,10 +304,14 @@ class AsyncClient:
         progress: ProgressCallback | None,
         *,
         hash_progress: ProgressCallback | None,
+        declare: list[list[dict[str, Any]]] | None = None,
     ) -> Traceset:
         status = await self.upload_status(traceset_id)
         if status.status != "pending":
             return await self.get_traceset(traceset_id)
+        if declare:  # batches an interrupted upload may not have declared yet
+            await self._declare(traceset_id, declare)
+            status = await self.upload_status(traceset_id)
         traceset = await self.get_traceset(traceset_id)
         wanted = await self._hash(still_to_send(files, traceset, status), hash_progress)
         check_digests(wanted, traceset)
@@ -358,23 +374,10 @@ class AsyncClient:
             cursor = page.nextCursor
 
     async def list_tracesets(
-        self,
-        *,
-        status: str | None = None,
-        rank_count: int | None = None,
-        workload_family: str | None = None,
-        workload_name: str | None = None,
-        global_batch_size: int | None = None,
-        page_size: int = 100,
+        self, *, page_size: int = 100, **filters: Unpack[ListFilters]
     ) -> AsyncIterator[TracesetSummary]:
-        params = protocol.list_params(
-            status=status,
-            rank_count=rank_count,
-            workload_family=workload_family,
-            workload_name=workload_name,
-            global_batch_size=global_batch_size,
-            page_size=page_size,
-        )
+        """Every traceset matching all the filters given, as ``Client.list_tracesets``."""
+        params = protocol.list_params(filters, page_size)
         while True:
             response = await self._call("GET", protocol.TRACESETS, "list tracesets", params=params)
             page = protocol.parse(TracesetList, response, "list tracesets")

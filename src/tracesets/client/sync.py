@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, Unpack
 
 import httpx
 
@@ -50,6 +50,7 @@ from tracesets.client.retry import RetryPolicy
 from tracesets.client.state import UploadState, fingerprint
 from tracesets.uploadrequest import Role
 from tracesets.version import __version__
+from tracesets.vocabulary import ListFilters
 
 USER_AGENT = f"tracesets-python/{__version__}"
 
@@ -288,23 +289,27 @@ class Client:
             description=description,
         )
         key = fingerprint(self.url, self._token, body)
+        first, *rest = protocol.declaration_batches(body["files"])
         started = self.state.started(key)
         if started is not None:
             # The same upload ran before and did not finish: send only what is missing.
             with contextlib.suppress(ClientError):
-                done = self._resume(started, files, progress, hash_progress=None)
+                done = self._resume(started, files, progress, hash_progress=None, declare=rest)
                 self.state.forget(key)
                 return self.wait_for_inspection(done.id, timeout=wait) if wait > 0 else done
         created = self.request_upload_urls(
-            name=name,
-            files=[f.spec() for f in files],
-            workload_metadata=workload_metadata,
-            description=description,
+            name=name, files=first, workload_metadata=workload_metadata, description=description
         )
         self.state.remember(key, created.tracesetId)
-        done = self._send_files(created.tracesetId, files, created.uploads, progress)
+        uploads = [*created.uploads, *self._declare(created.tracesetId, rest)]
+        done = self._send_files(created.tracesetId, files, uploads, progress)
         self.state.forget(key)
         return self.wait_for_inspection(done.id, timeout=wait) if wait > 0 else done
+
+    def _declare(self, traceset_id: str, batches: list[list[dict[str, Any]]]) -> list[UploadTarget]:
+        """Declare the files past the first request's, a batch a request (add-files); the
+        upload entries answered. Declaring them again is harmless, so a resume repeats it."""
+        return [entry for batch in batches for entry in self.add_files(traceset_id, batch).uploads]
 
     def whoami(self) -> Whoami:
         """The workspace and scopes of this client's token; reads and changes nothing."""
@@ -374,10 +379,14 @@ class Client:
         progress: ProgressCallback | None,
         *,
         hash_progress: ProgressCallback | None,
+        declare: list[list[dict[str, Any]]] | None = None,
     ) -> Traceset:
         status = self.upload_status(traceset_id)
         if status.status != "pending":
             return self.get_traceset(traceset_id)
+        if declare:  # batches an interrupted upload may not have declared yet
+            self._declare(traceset_id, declare)
+            status = self.upload_status(traceset_id)
         traceset = self.get_traceset(traceset_id)
         wanted = self._hash(still_to_send(files, traceset, status), hash_progress)
         check_digests(wanted, traceset)
@@ -434,27 +443,15 @@ class Client:
             cursor = page.nextCursor
 
     def list_tracesets(
-        self,
-        *,
-        status: str | None = None,
-        rank_count: int | None = None,
-        workload_family: str | None = None,
-        workload_name: str | None = None,
-        global_batch_size: int | None = None,
-        page_size: int = 100,
+        self, *, page_size: int = 100, **filters: Unpack[ListFilters]
     ) -> Iterator[TracesetSummary]:
-        """Every traceset matching all the filters given, newest first, page after page.
+        """Every traceset matching all the filters given (``vocabulary.FILTERS``: status,
+        rank_count, workload_family, workload_name, global_batch_size, inspected_ok,
+        ranks_consistent), newest first, page after page.
 
         Items count their files (``fileCount``, ``fileBytes``, ``filesReceived``);
         ``get_traceset`` or ``iter_files`` lists them."""
-        params = protocol.list_params(
-            status=status,
-            rank_count=rank_count,
-            workload_family=workload_family,
-            workload_name=workload_name,
-            global_batch_size=global_batch_size,
-            page_size=page_size,
-        )
+        params = protocol.list_params(filters, page_size)
         while True:
             response = self._call("GET", protocol.TRACESETS, "list tracesets", params=params)
             page = protocol.parse(TracesetList, response, "list tracesets")

@@ -10,7 +10,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Final
 
 from sqlalchemy import Connection, Row, Select, case, delete, func, insert, select, update
 
@@ -19,12 +19,12 @@ from tracesets.records import (
     FileSummary,
     InspectionRecord,
     ListedTraceset,
-    Status,
     StoredFile,
     Traceset,
     TracesetHead,
 )
 from tracesets.uploadrequest import FileSpec, UploadRequest
+from tracesets.vocabulary import ListFilter, Status
 
 
 def _utc(value: datetime | None) -> datetime | None:
@@ -32,17 +32,6 @@ def _utc(value: datetime | None) -> datetime | None:
     if value is None or value.tzinfo is not None:
         return value
     return value.replace(tzinfo=UTC)
-
-
-@dataclass(frozen=True, slots=True)
-class ListFilter:
-    status: Status | None = None
-    rank_count: int | None = None
-    workload_family: str | None = None
-    workload_name: str | None = None
-    global_batch_size: int | None = None
-    inspected_ok: bool | None = None
-    ranks_consistent: bool | None = None
 
 
 # Built once: a statement object is reusable, and building it per call is most of
@@ -313,6 +302,22 @@ def get_traceset(
     )
 
 
+#: The list filters that equal a column of the traceset, the most selective first: the first
+#: one given leads (``list_tracesets``).
+FILTER_COLUMNS: Final = {
+    "workload_name": tracesets.c.workload_name,
+    "workload_family": tracesets.c.workload_family,
+    "global_batch_size": tracesets.c.global_batch_size,
+    "rank_count": tracesets.c.rank_count,
+    "status": tracesets.c.status,
+}
+#: The list filters on the inspection's verdicts.
+VERDICT_COLUMNS: Final = {
+    "inspected_ok": inspections.c.ok,
+    "ranks_consistent": inspections.c.consistent,
+}
+
+
 def list_tracesets(
     conn: Connection, *, workspace: str, where: ListFilter, limit: int, before_seq: int | None
 ) -> list[ListedTraceset]:
@@ -324,34 +329,18 @@ def list_tracesets(
     backwards filtering rows, which takes seconds when every match is old; an
     index-only scan of the filter's index is cheap whatever the rows' age.
     """
-    given = [
-        (column, value)
-        for column, value in (
-            (tracesets.c.workload_name, where.workload_name),
-            (tracesets.c.workload_family, where.workload_family),
-            (tracesets.c.global_batch_size, where.global_batch_size),
-            (tracesets.c.rank_count, where.rank_count),
-            (tracesets.c.status, where.status),
-        )
-        if value is not None
-    ]
+    asked = where.given()
+    given = [(column, asked[name]) for name, column in FILTER_COLUMNS.items() if name in asked]
     query = select(tracesets).where(tracesets.c.workspace == workspace)
     for column, value in given[1:]:
         query = query.where(column == value)
-    if where.inspected_ok is not None:
-        query = query.where(
-            tracesets.c.seq.in_(
-                select(inspections.c.traceset_seq).where(inspections.c.ok.is_(where.inspected_ok))
-            )
-        )
-    if where.ranks_consistent is not None:
-        query = query.where(
-            tracesets.c.seq.in_(
-                select(inspections.c.traceset_seq).where(
-                    inspections.c.consistent.is_(where.ranks_consistent)
+    for name, verdict in VERDICT_COLUMNS.items():
+        if name in asked:
+            query = query.where(
+                tracesets.c.seq.in_(
+                    select(inspections.c.traceset_seq).where(verdict.is_(asked[name]))
                 )
             )
-        )
     if not given:
         if before_seq is not None:
             query = query.where(tracesets.c.seq < before_seq)

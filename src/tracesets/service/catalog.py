@@ -26,7 +26,6 @@ from sqlalchemy.exc import IntegrityError
 from tracesets import jsontext, promotion, workload
 from tracesets.db import queries
 from tracesets.db.engine import Database
-from tracesets.db.queries import ListFilter
 from tracesets.jsontext import JsonValue
 from tracesets.problems import Conflict, InvalidRequest, NotFound, Problem, Unprocessable
 from tracesets.records import ListedTraceset, StoredFile, Traceset
@@ -38,6 +37,12 @@ from tracesets.uploadrequest import (
     UploadRequest,
     read_file_additions,
     read_upload_request,
+)
+from tracesets.vocabulary import (
+    MAX_FILES_PER_REQUEST,
+    MAX_FILES_PER_TRACESET,
+    MAX_METADATA_BYTES,
+    ListFilter,
 )
 
 IDEMPOTENCY_WINDOW = timedelta(hours=24)
@@ -151,10 +156,15 @@ def _refuse_redeclared(specs: list[FileSpec], earlier: dict[str, StoredFile]) ->
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """What one request may ask for (settings; the contract's limits are the ceilings)."""
+    """What a traceset may hold (settings; the vocabulary's limits are the ceilings)."""
 
-    max_files: int = 10_000
-    max_metadata_bytes: int = 65_536
+    max_files: int = MAX_FILES_PER_TRACESET
+    max_metadata_bytes: int = MAX_METADATA_BYTES
+
+    @property
+    def files_per_request(self) -> int:
+        """Files one upload-url or add-files request declares at most."""
+        return min(self.max_files, MAX_FILES_PER_REQUEST)
 
 
 class TracesetService:
@@ -178,7 +188,7 @@ class TracesetService:
         """
         request = read_upload_request(
             parse_body(body),
-            max_files=self.limits.max_files,
+            max_files=self.limits.files_per_request,
             max_metadata_bytes=self.limits.max_metadata_bytes,
         )
         body_sha256 = hashlib.sha256(body).hexdigest()
@@ -415,7 +425,7 @@ class TracesetService:
         with self.db.read() as conn:  # another workspace's traceset is 404 whatever the body
             if queries.traceset_state(conn, workspace=workspace, traceset_id=traceset_id) is None:
                 raise _not_found(traceset_id)
-        specs = read_file_additions(parsed, max_files=self.limits.max_files)
+        specs = read_file_additions(parsed, max_files=self.limits.files_per_request)
 
         def add(conn: Connection) -> tuple[int, list[StoredFile], dict[int, PartDigests | None]]:
             locked = queries.traceset_state(
