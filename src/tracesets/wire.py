@@ -201,6 +201,13 @@ class UploadTarget(BaseModel):
 class UploadUrlResponse(BaseModel):
     tracesetId: str
     uploads: list[UploadTarget]
+    uploadsNextCursor: str | None = Field(
+        default=None,
+        description="Present only when the answer left out some files' upload entries, to "
+        "stay within about 4 MiB of URLs (thousands of files, or files of many parts on S3): "
+        "pass it as `cursor` to GET /api/v1/tracesets/{id}/uploads, and on with its "
+        "`nextCursor`, for fresh entries from the first file left out on.",
+    )
 
 
 class UploadStatus(BaseModel):

@@ -228,7 +228,10 @@ class AsyncClient:
             name=name, files=first, workload_metadata=workload_metadata, description=description
         )
         self.state.remember(key, created.tracesetId)
-        uploads = [*created.uploads, *await self._declare(created.tracesetId, rest)]
+        uploads = [
+            *await self._every_upload(created.tracesetId, created, [f["name"] for f in first]),
+            *await self._declare(created.tracesetId, rest),
+        ]
         done = await self._send_files(created.tracesetId, files, uploads, progress)
         self.state.forget(key)
         return await self.wait_for_inspection(done.id, timeout=wait) if wait > 0 else done
@@ -237,11 +240,21 @@ class AsyncClient:
         self, traceset_id: str, batches: list[list[dict[str, Any]]]
     ) -> list[UploadTarget]:
         """``Client._declare``'s twin."""
-        return [
-            entry
-            for batch in batches
-            for entry in (await self.add_files(traceset_id, batch)).uploads
-        ]
+        uploads: list[UploadTarget] = []
+        for batch in batches:
+            answer = await self.add_files(traceset_id, batch)
+            uploads += await self._every_upload(traceset_id, answer, [f["name"] for f in batch])
+        return uploads
+
+    async def _every_upload(
+        self, traceset_id: str, answer: UploadUrlResponse, names: list[str]
+    ) -> list[UploadTarget]:
+        """``Client._every_upload``'s twin."""
+        missing = protocol.left_out(answer, names)
+        if not missing:
+            return list(answer.uploads)
+        status = await self.upload_status(traceset_id, answer.uploadsNextCursor)
+        return [*answer.uploads, *(u for u in status.uploads if u.name in missing)]
 
     async def whoami(self) -> Whoami:
         """``Client.whoami``'s twin."""
@@ -267,10 +280,11 @@ class AsyncClient:
             await asyncio.sleep(min(interval, left))
             interval = min(interval * 1.5, 2.0)
 
-    async def upload_status(self, traceset_id: str) -> UploadStatus:
-        """What of a pending upload has arrived, and fresh URLs for the rest (every page)."""
+    async def upload_status(self, traceset_id: str, cursor: str | None = None) -> UploadStatus:
+        """What of a pending upload has arrived, and fresh URLs for the rest (every page, or
+        every page from ``cursor`` on: a page's ``nextCursor``, an answer's
+        ``uploadsNextCursor``)."""
         whole: UploadStatus | None = None
-        cursor: str | None = None
         while True:
             response = await self._call(
                 "GET",

@@ -26,7 +26,7 @@ from tracesets.vocabulary import (
     ListFilter,
     ListFilters,
 )
-from tracesets.wire import Traceset, UploadFileSpec, UploadStatus, Whoami
+from tracesets.wire import Traceset, UploadFileSpec, UploadStatus, UploadUrlResponse, Whoami
 
 TRACESETS: Final = "/api/v1/tracesets"
 WHOAMI: Final = "/api/v1/whoami"
@@ -182,6 +182,15 @@ def inspection_timeout(traceset_id: str, timeout: float) -> ClientError:
 
 def files_params(cursor: str | None) -> dict[str, str | int]:
     return {"limit": FILES_PAGE} if cursor is None else {"limit": FILES_PAGE, "cursor": cursor}
+
+
+def left_out(answer: UploadUrlResponse, names: Sequence[str]) -> set[str]:
+    """The files of ``names`` an upload-url or add-files answer has no entry for because it
+    was cut (``uploadsNextCursor``); empty when it was not (a file with nothing left to
+    send has no entry either)."""
+    if answer.uploadsNextCursor is None:
+        return set()
+    return set(names) - {u.name for u in answer.uploads}
 
 
 def joined(first: UploadStatus, then: UploadStatus) -> UploadStatus:

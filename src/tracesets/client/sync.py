@@ -235,7 +235,8 @@ class Client:
         request and send what is left of each; the traceset stays pending."""
         files = self._hash(files, None)
         created = self.add_files(traceset_id, [f.spec() for f in files])
-        self.send_uploads(traceset_id, files, created.uploads, progress)
+        uploads = self._every_upload(traceset_id, created, [f.name for f in files])
+        self.send_uploads(traceset_id, files, uploads, progress)
 
     def send_uploads(
         self,
@@ -301,7 +302,10 @@ class Client:
             name=name, files=first, workload_metadata=workload_metadata, description=description
         )
         self.state.remember(key, created.tracesetId)
-        uploads = [*created.uploads, *self._declare(created.tracesetId, rest)]
+        uploads = [
+            *self._every_upload(created.tracesetId, created, [f["name"] for f in first]),
+            *self._declare(created.tracesetId, rest),
+        ]
         done = self._send_files(created.tracesetId, files, uploads, progress)
         self.state.forget(key)
         return self.wait_for_inspection(done.id, timeout=wait) if wait > 0 else done
@@ -309,7 +313,22 @@ class Client:
     def _declare(self, traceset_id: str, batches: list[list[dict[str, Any]]]) -> list[UploadTarget]:
         """Declare the files past the first request's, a batch a request (add-files); the
         upload entries answered. Declaring them again is harmless, so a resume repeats it."""
-        return [entry for batch in batches for entry in self.add_files(traceset_id, batch).uploads]
+        uploads: list[UploadTarget] = []
+        for batch in batches:
+            answer = self.add_files(traceset_id, batch)
+            uploads += self._every_upload(traceset_id, answer, [f["name"] for f in batch])
+        return uploads
+
+    def _every_upload(
+        self, traceset_id: str, answer: UploadUrlResponse, names: list[str]
+    ) -> list[UploadTarget]:
+        """An answer's upload entries for ``names``, and those it left out to stay bounded,
+        from the upload status (other files there, such as other ranks', are not ours)."""
+        missing = protocol.left_out(answer, names)
+        if not missing:
+            return list(answer.uploads)
+        status = self.upload_status(traceset_id, answer.uploadsNextCursor)
+        return [*answer.uploads, *(u for u in status.uploads if u.name in missing)]
 
     def whoami(self) -> Whoami:
         """The workspace and scopes of this client's token; reads and changes nothing."""
@@ -337,10 +356,11 @@ class Client:
             time.sleep(min(interval, left))
             interval = min(interval * 1.5, 2.0)
 
-    def upload_status(self, traceset_id: str) -> UploadStatus:
-        """What of a pending upload has arrived, and fresh URLs for the rest (every page)."""
+    def upload_status(self, traceset_id: str, cursor: str | None = None) -> UploadStatus:
+        """What of a pending upload has arrived, and fresh URLs for the rest (every page, or
+        every page from ``cursor`` on: a page's ``nextCursor``, an answer's
+        ``uploadsNextCursor``)."""
         whole: UploadStatus | None = None
-        cursor: str | None = None
         while True:
             response = self._call(
                 "GET",

@@ -7,12 +7,23 @@ that reads, checks and writes does it atomically.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from sqlalchemy import Connection, Row, Select, case, delete, func, insert, select, update
+from sqlalchemy import (
+    Connection,
+    Row,
+    Select,
+    bindparam,
+    case,
+    delete,
+    func,
+    insert,
+    select,
+    update,
+)
 
 from tracesets.db.tables import files, idempotency_keys, inspection_ranks, inspections, tracesets
 from tracesets.records import (
@@ -474,6 +485,34 @@ def mark_received(conn: Connection, *, seq: int, idx: int, sha256: str, now: dat
         .where(files.c.traceset_seq == seq, files.c.idx == idx)
         .values(received=True, sha256=sha256, received_at=now)
     )
+
+
+_MARK_RECEIVED = (
+    update(files)
+    .where(files.c.traceset_seq == bindparam("b_seq"), files.c.idx == bindparam("b_idx"))
+    .values(
+        received=True,
+        sha256=bindparam("b_sha256"),
+        received_at=bindparam("b_now"),
+        upload_id=None,
+        part_size=None,
+    )
+)
+
+
+def mark_all_received(
+    conn: Connection, *, seq: int, digests: Mapping[int, str], now: datetime
+) -> None:
+    """Record every file of ``digests`` (index → sha256) as received, its upload finished:
+    one statement run for all of them (an executemany), not one round trip a file."""
+    if digests:
+        conn.execute(
+            _MARK_RECEIVED,
+            [
+                {"b_seq": seq, "b_idx": idx, "b_sha256": digest, "b_now": now}
+                for idx, digest in digests.items()
+            ],
+        )
 
 
 def set_upload(

@@ -5,9 +5,9 @@ ready; every service process runs an ``InspectionQueue`` that claims queued work
 the database, reads the trace files through the store (ranged reads; a file is
 streamed, never held) and records what they say: each trace's claim from its head or
 tail, then its per-rank figures from one pass over its events (``tracesets.analysis``).
-The claim is renewed after each file, so a long traceset keeps it; a process that dies
-mid-inspection leaves a claim that goes stale, and another process takes it over; after
-three failed runs the inspection is recorded as failed with the reason.
+The claim is renewed between files (every ``RENEW_EVERY`` seconds), so a long traceset
+keeps it; a process that dies mid-inspection leaves a claim that goes stale, and another
+process takes it over; after three failed runs the inspection is recorded as failed with the reason.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Final
@@ -34,6 +35,8 @@ from tracesets.storage.base import BlobStore
 log = logging.getLogger("tracesets.inspection")
 
 STALE_AFTER: Final = timedelta(minutes=10)
+#: Seconds between renewals of a running inspection's claim (a tenth of STALE_AFTER).
+RENEW_EVERY: Final = STALE_AFTER.total_seconds() / 10
 MAX_ATTEMPTS: Final = 3
 IDLE_SECONDS: Final = 2.0
 
@@ -73,18 +76,24 @@ class InspectionQueue:
         self, traceset: Traceset, seq: int | None = None
     ) -> tuple[Summary, list[FileFinding], TracesetAnalysis]:
         """Each primary file's findings (head and tail), then its figures (one full pass);
-        the claim on inspection ``seq`` is renewed after each file."""
+        the claim on inspection ``seq`` is renewed between files."""
         findings: list[FileFinding] = []
         traces: list[TraceAnalysis] = []
+        renewed = time.monotonic()
         for f in traceset.files:
             if f.role == "primary":
                 assert f.sha256 is not None  # complete recorded every file's digest
-                source = self.store.open_source(f"{traceset.id}/{f.idx}", sha256=f.sha256)
+                source = self.store.open_source(
+                    f"{traceset.id}/{f.idx}", sha256=f.sha256, size=f.size
+                )
                 findings.extend(inspect_file(f.name, source))
                 traces.extend(analyze_file(f.name, source))
-                if seq is not None:
+                # Renewed well within STALE_AFTER, not after every file: a write a file
+                # would cost a traceset of 100,000 tiny traces more than reading them.
+                if seq is not None and time.monotonic() - renewed > RENEW_EVERY:
                     with self.db.write() as conn:
                         queries.renew_inspection_claim(conn, seq=seq, now=datetime.now(UTC))
+                    renewed = time.monotonic()
         summary = summarize(findings, declared_rank_count=traceset.rank_count)
         metadata = orjson.loads(traceset.workload_metadata) if traceset.workload_metadata else None
         analysis = analyse_traceset(

@@ -1,0 +1,51 @@
+"""An upload of more files than one request declares goes as upload-url, then add-files:
+each request at most 10,000 files and half the body limit of their JSON."""
+
+from __future__ import annotations
+
+import pytest
+
+from tracesets import jsontext
+from tracesets.client import ClientError, protocol
+from tracesets.vocabulary import MAX_BODY_BYTES, MAX_FILES_PER_REQUEST, MAX_FILES_PER_TRACESET
+
+
+def entries(count: int, name_bytes: int = 10) -> list[dict[str, object]]:
+    return [
+        {"name": f"{i:06d}".ljust(name_bytes, "x"), "size": 1, "role": "primary"}
+        for i in range(count)
+    ]
+
+
+def test_many_small_files_go_10000_a_request_in_order() -> None:
+    files = entries(25_001)
+    batches = protocol.declaration_batches(files)
+    assert [len(b) for b in batches] == [MAX_FILES_PER_REQUEST, MAX_FILES_PER_REQUEST, 5_001]
+    assert [f for b in batches for f in b] == files
+
+
+def test_long_names_go_fewer_a_request_within_the_body_limit() -> None:
+    files = entries(20_000, name_bytes=1_000)
+    batches = protocol.declaration_batches(files)
+    assert [f for b in batches for f in b] == files
+    for batch in batches:
+        assert len(jsontext.dumps({"files": batch})) <= MAX_BODY_BYTES // 2 + 1_024
+    assert len(batches) > 2
+
+
+def test_a_whole_upload_is_checked_against_what_a_traceset_holds() -> None:
+    body = protocol.upload_url_body(
+        name="job",
+        files=entries(MAX_FILES_PER_TRACESET),
+        workload_metadata={"shape": {"rankCount": MAX_FILES_PER_TRACESET}},
+        description=None,
+    )
+    assert len(body["files"]) == MAX_FILES_PER_TRACESET
+    with pytest.raises(ClientError) as refused:
+        protocol.upload_url_body(
+            name="job",
+            files=entries(MAX_FILES_PER_TRACESET + 1),
+            workload_metadata={"shape": {"rankCount": 8}},
+            description=None,
+        )
+    assert refused.value.problems[0].member == "files"
