@@ -43,19 +43,19 @@ class CutService:
     def __call__(self, request: httpx.Request) -> httpx.Response:
         path = request.url.path
         if request.method == "POST" and path.endswith("/files"):
-            body = {"tracesetId": "t1", "uploads": [entry("a.json")], "uploadsNextCursor": "ZjoxMA"}
-            return httpx.Response(201, json=body)
+            cut = {"tracesetId": "t1", "uploads": [entry("a.json")], "uploadsNextCursor": "ZjoxMA"}
+            return httpx.Response(201, json=cut)
         if request.method == "GET" and path.endswith("/uploads"):
             self.status_cursor = request.url.params.get("cursor")
             uploads = [entry("b.json"), entry("other-rank.json"), entry("c.json")]
-            body: dict[str, Any] = {
+            status: dict[str, Any] = {
                 "tracesetId": "t1",
                 "status": "pending",
                 "received": [],
                 "uploads": uploads,
                 "nextCursor": None,
             }
-            return httpx.Response(200, json=body)
+            return httpx.Response(200, json=status)
         if request.method == "PUT":
             self.put.append(path.rsplit("/", 1)[1])
             return httpx.Response(200)
