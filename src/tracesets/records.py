@@ -75,11 +75,17 @@ class ListedTraceset(TracesetHead):
 
 @dataclass(frozen=True, slots=True)
 class Traceset(TracesetHead):
+    """A traceset with its files: all of them, or, read for an answer, the first page of
+    them and ``counted``, the database's count of all."""
+
     files: list[StoredFile]
     inspection: InspectionRecord | None = None
+    counted: FileSummary | None = None
 
     @property
     def file_summary(self) -> FileSummary:
+        if self.counted is not None:
+            return self.counted
         return FileSummary(
             count=len(self.files),
             bytes=sum(f.size for f in self.files),

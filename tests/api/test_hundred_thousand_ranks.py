@@ -26,7 +26,7 @@ import pytest
 from tests.server import ServerProcess, own_database
 from tracesets.vocabulary import FILES_PAGE_MAX, MAX_FILES_PER_REQUEST
 
-RANKS = int(os.environ.get("TRACESETS_TEST_RANKS_TRIAL", "100000"))
+RANKS = 100_000
 #: The answers' bound (README, "What the answers hold").
 BOUND = 8 * 1024 * 1024
 FILES_PAGE_BYTES = 2 * 1024 * 1024

@@ -169,7 +169,7 @@ async def complete_traceset(
 async def get_traceset(
     service: Service, workspace: ReadWorkspace, traceset_id: TracesetId
 ) -> Response:
-    traceset = await run_in_threadpool(service.get, workspace, traceset_id)
+    traceset = await run_in_threadpool(service.read, workspace, traceset_id)
     return render.json_response(render.traceset(traceset))
 
 

@@ -235,8 +235,9 @@ def _inspection_verdicts(
     }
 
 
-def files_from(conn: Connection, *, seq: int, start: int, limit: int) -> list[StoredFile]:
-    """At most ``limit`` files of a traceset from index ``start`` on, in index order."""
+def files_from(conn: Connection, *, seq: int, start: int, limit: int | None) -> list[StoredFile]:
+    """At most ``limit`` files (all with None) of a traceset from index ``start`` on, in
+    index order."""
     rows = conn.execute(
         select(files)
         .where(files.c.traceset_seq == seq, files.c.idx >= start)
@@ -295,9 +296,17 @@ def get_head(conn: Connection, *, workspace: str, traceset_id: str) -> TracesetH
 
 
 def get_traceset(
-    conn: Connection, *, workspace: str | None, traceset_id: str, for_update: bool = False
+    conn: Connection,
+    *,
+    workspace: str | None,
+    traceset_id: str,
+    for_update: bool = False,
+    files_limit: int | None = None,
 ) -> Traceset | None:
-    """The traceset ``traceset_id`` of ``workspace`` (of any workspace when None: signed URLs)."""
+    """The traceset ``traceset_id`` of ``workspace`` (of any workspace when None: signed URLs).
+
+    With ``files_limit``, only its first files and their count (for an answer, which shows
+    a page of them): one page of rows, whatever the traceset holds."""
     query = select(tracesets).where(tracesets.c.id == traceset_id)
     if workspace is not None:
         query = query.where(tracesets.c.workspace == workspace)
@@ -306,10 +315,14 @@ def get_traceset(
     row = conn.execute(query).one_or_none()
     if row is None:
         return None
-    return _traceset(
-        row,
-        _files_by_seq(conn, [row.seq]).get(row.seq, []),
-        _inspections_by_seq(conn, [row.seq]).get(row.seq),
+    inspection = _inspections_by_seq(conn, [row.seq]).get(row.seq)
+    if files_limit is None:
+        return _traceset(row, _files_by_seq(conn, [row.seq]).get(row.seq, []), inspection)
+    return Traceset(
+        **_head(row),
+        files=files_from(conn, seq=row.seq, start=0, limit=files_limit),
+        inspection=inspection,
+        counted=_file_summaries(conn, [row.seq]).get(row.seq, FileSummary(0, 0, 0)),
     )
 
 

@@ -28,7 +28,7 @@ from tracesets.db import queries
 from tracesets.db.engine import Database
 from tracesets.jsontext import JsonValue
 from tracesets.problems import Conflict, InvalidRequest, NotFound, Problem, Unprocessable
-from tracesets.records import ListedTraceset, StoredFile, Traceset
+from tracesets.records import ListedTraceset, StoredFile, Traceset, TracesetHead
 from tracesets.service.inspections import inspection_warnings
 from tracesets.storage.base import BlobStore, UploadIncomplete, UploadPlan
 from tracesets.uploadrequest import (
@@ -39,6 +39,7 @@ from tracesets.uploadrequest import (
     read_upload_request,
 )
 from tracesets.vocabulary import (
+    FILES_PAGE_MAX,
     MAX_FILES_PER_REQUEST,
     MAX_FILES_PER_TRACESET,
     MAX_METADATA_BYTES,
@@ -46,6 +47,8 @@ from tracesets.vocabulary import (
 )
 
 IDEMPOTENCY_WINDOW = timedelta(hours=24)
+#: Files read for an answer about a traceset: a page, and one to know whether more follow.
+ANSWER_FILES: Final = FILES_PAGE_MAX + 1
 #: Rounds of complete's check-then-commit while uploads keep replacing files.
 _COMPLETE_ATTEMPTS = 3
 log = logging.getLogger("tracesets")
@@ -63,7 +66,7 @@ class UploadTarget:
 
 @dataclass(frozen=True, slots=True)
 class UploadStatus:
-    traceset: Traceset
+    traceset: TracesetHead
     received: list[str]
     uploads: list[UploadTarget]
     next_idx: int | None = None  # the first file not in this page, if any
@@ -327,8 +330,13 @@ class TracesetService:
         nothing is started or recorded in the store.
         """
         start = decode_cursor(cursor, "f1") if cursor is not None else 0
-        traceset = self.get(workspace, traceset_id)
-        files = traceset.files[start:]
+        with self.db.read() as conn:  # a page's files only, however many the traceset holds
+            traceset = queries.get_head(conn, workspace=workspace, traceset_id=traceset_id)
+            if traceset is None:
+                raise _not_found(traceset_id)
+            files = queries.files_from(
+                conn, seq=traceset.seq, start=start, limit=None if limit is None else limit + 1
+            )
         if traceset.status != "pending" or not with_urls:
             page = files if limit is None else files[:limit]
             following = files[len(page)].idx if len(page) < len(files) else None
@@ -341,7 +349,7 @@ class TracesetService:
         )
         return UploadStatus(traceset, received, uploads, next_idx)
 
-    def _arrived(self, traceset: Traceset, f: StoredFile) -> bool:
+    def _arrived(self, traceset: TracesetHead, f: StoredFile) -> bool:
         return self.store.arrived(
             blob_key(traceset.id, f.idx),
             size=f.size,
@@ -557,7 +565,9 @@ class TracesetService:
                 if any(f.role == "primary" for f in current.files):
                     queries.queue_inspection(conn, seq=current.seq)
                     queued = True
-            done = queries.get_traceset(conn, workspace=workspace, traceset_id=traceset_id)
+            done = queries.get_traceset(
+                conn, workspace=workspace, traceset_id=traceset_id, files_limit=ANSWER_FILES
+            )
         if adopted:
             # After the commit: from now on no upload can become one of these files.
             self.store.drop_superseded(
@@ -569,6 +579,16 @@ class TracesetService:
         return done
 
     # -- read, list -----------------------------------------------------------------------
+
+    def read(self, workspace: str, traceset_id: str) -> Traceset:
+        """The traceset as an answer shows it: its first page of files, all of them counted."""
+        with self.db.read() as conn:
+            traceset = queries.get_traceset(
+                conn, workspace=workspace, traceset_id=traceset_id, files_limit=ANSWER_FILES
+            )
+        if traceset is None:
+            raise _not_found(traceset_id)
+        return traceset
 
     def get(self, workspace: str, traceset_id: str) -> Traceset:
         with self.db.read() as conn:
@@ -657,7 +677,9 @@ class TracesetService:
             if check.problems:
                 raise InvalidRequest.of(check.problems)
             queries.promote(conn, seq=traceset.seq, workload_metadata=check.serialized, now=_now())
-            promoted = queries.get_traceset(conn, workspace=workspace, traceset_id=traceset_id)
+            promoted = queries.get_traceset(
+                conn, workspace=workspace, traceset_id=traceset_id, files_limit=ANSWER_FILES
+            )
         assert promoted is not None
         # What the traces say against the declaration informs rather than refuses:
         # many frameworks profile only some ranks.
