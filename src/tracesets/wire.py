@@ -15,7 +15,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from tracesets.jsontext import JsonNumber
 from tracesets.uploadrequest import MAX_PARTS
-from tracesets.vocabulary import MAX_FILES_PER_REQUEST, MAX_RANK_COUNT
+from tracesets.vocabulary import MAX_FILES_PER_REQUEST, MAX_RANK_COUNT, Status
 
 RANK_COUNT_RULES = (
     "An upload that contains primary trace files must declare its rank count through "
@@ -212,7 +212,7 @@ class UploadUrlResponse(BaseModel):
 
 class UploadStatus(BaseModel):
     tracesetId: str
-    status: Literal["pending", "ready", "promoted"]
+    status: Status
     received: list[str] = Field(description="Files whose bytes have all arrived.")
     uploads: list[UploadTarget] = Field(
         description="Fresh URLs for every file not yet whole; for multipart files, only the "
@@ -359,7 +359,7 @@ class _TracesetHead(BaseModel):
     id: str
     name: str
     description: str | None
-    status: Literal["pending", "ready", "promoted"]
+    status: Status
     createdAt: datetime
     updatedAt: datetime
     promotedAt: datetime | None
