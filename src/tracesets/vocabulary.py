@@ -34,6 +34,9 @@ LIST_PAGE_MAX: Final = 500
 LIST_PAGE_DEFAULT: Final = 50
 #: Files a page of files (or of upload status) holds at most, and GET embeds.
 FILES_PAGE_MAX: Final = 1_000
+#: Parts a file is planned in at most, by the service and the client alike: the part size
+#: grows past that (S3 allows 10,000; a thousand keeps one file's part URLs to ~700 KB).
+PLANNED_PARTS_MAX: Final = 1_000
 #: A stored integer filter (``global_batch_size``) is a signed 64-bit column.
 MAX_STORED_INTEGER: Final = 2**63 - 1
 

@@ -40,13 +40,13 @@ from botocore.exceptions import ClientError
 
 from tracesets.storage.base import PartTarget, UploadIncomplete, UploadPlan
 from tracesets.uploadrequest import PartDigests
+from tracesets.vocabulary import PLANNED_PARTS_MAX
 
 log = logging.getLogger("tracesets.storage")
 
 MIB: Final = 1024 * 1024
 MIN_PART_SIZE: Final = 5 * MIB  # S3's minimum for every part but the last
 MAX_SINGLE_PUT: Final = 5 * 1024**3  # S3 refuses a single PUT above 5 GiB
-MAX_PARTS_PER_FILE: Final = 1_000
 MAX_PRESIGN_SECONDS: Final = 7 * 24 * 3600  # SigV4's limit
 _READ_CHUNK: Final = 8 * MIB
 #: Beside a file's key, the part digests its client declared (JSON): resuming signs the
@@ -103,7 +103,7 @@ class S3Location:
 
 def part_size_for(size: int, configured: int) -> int:
     """The configured part size, or larger (whole MiB) when the file would need >1,000 parts."""
-    needed = math.ceil(size / MAX_PARTS_PER_FILE)
+    needed = math.ceil(size / PLANNED_PARTS_MAX)
     return max(configured, math.ceil(needed / MIB) * MIB)
 
 
@@ -201,9 +201,13 @@ class S3BlobStore:
         params: dict[str, Any] = {"Key": self._key(key), "ContentLength": size, "IfNoneMatch": "*"}
         headers: dict[str, str] = {"If-None-Match": "*"}
         if sha256 is not None:
+            # The algorithm signed too, as the SDKs send it: S3 records it with the object,
+            # so a listing shows which objects it checked (``checked_at_upload``).
             checksum = _b64(sha256)
             params["ChecksumSHA256"] = checksum
+            params["ChecksumAlgorithm"] = "SHA256"
             headers["x-amz-checksum-sha256"] = checksum
+            headers["x-amz-sdk-checksum-algorithm"] = "SHA256"
         return UploadPlan(
             expires_at=self._expires(self.upload_ttl),
             url=self._presign("put_object", self.upload_ttl, **params),
