@@ -2,9 +2,9 @@
 completed, inspected, listed and paged, with every answer bounded.
 
 One trace per rank, each a Kineto header of a few dozen bytes (the per-file work is what
-is measured, not the bytes). The declaration goes as upload-url then add-files, 10,000 files a request. Each
-step's time is printed (never asserted: performance is bench/'s); each answer's size is
-asserted. The service is one of its own (its own database on PostgreSQL), so its
+is measured, not the bytes). The declaration goes as upload-url then add-files, in the
+Python client's batches (4,000 files a request). Each step's time is printed (never
+asserted: performance is bench/'s); each answer's size is asserted. The service is one of its own (its own database on PostgreSQL), so its
 inspection queue reads no other test's tracesets and no other queue reads this one.
 """
 
@@ -24,7 +24,8 @@ import httpx
 import pytest
 
 from tests.server import ServerProcess, own_database
-from tracesets.vocabulary import FILES_PAGE_MAX, MAX_FILES_PER_REQUEST
+from tracesets.client.protocol import BATCH_FILES
+from tracesets.vocabulary import FILES_PAGE_MAX
 
 RANKS = 100_000
 #: The answers' bound (README, "What the answers hold").
@@ -82,22 +83,23 @@ def _bounded(answer: httpx.Response, status: int = 200, bound: int = BOUND) -> A
 
 
 def _declare(api: httpx.Client) -> tuple[str, list[dict[str, Any]]]:
-    """upload-url with the first 10,000 files and the rank count, add-files for the rest."""
+    """upload-url with the first batch of files (the Python client's: 4,000) and the rank
+    count, add-files for each other batch."""
     first = _bounded(
         api.post(
             "/api/v1/tracesets/upload-url",
             json={
                 "name": f"job of {RANKS:,} ranks",
-                "files": [declared(r) for r in range(MAX_FILES_PER_REQUEST)],
+                "files": [declared(r) for r in range(BATCH_FILES)],
                 "workloadMetadata": {"shape": {"rankCount": RANKS}},
             },
         ),
         201,
     )
     traceset_id: str = first["tracesetId"]
-    uploads = _entries(api, traceset_id, first, range(MAX_FILES_PER_REQUEST))
-    for start in range(MAX_FILES_PER_REQUEST, RANKS, MAX_FILES_PER_REQUEST):
-        ranks = range(start, min(RANKS, start + MAX_FILES_PER_REQUEST))
+    uploads = _entries(api, traceset_id, first, range(BATCH_FILES))
+    for start in range(BATCH_FILES, RANKS, BATCH_FILES):
+        ranks = range(start, min(RANKS, start + BATCH_FILES))
         added = _bounded(
             api.post(
                 f"/api/v1/tracesets/{traceset_id}/files",

@@ -78,18 +78,22 @@ def check(body: dict[str, Any]) -> None:
 #: Bytes of file entries one request carries at most: half the service's body limit leaves
 #: room for the rest of an upload-url body (64 KiB of metadata, a description).
 BATCH_BYTES: Final = MAX_BODY_BYTES // 2
+#: Files one request declares: fewer than the service takes (10,000), so that the answer's
+#: URLs fit in it whole (S3's are ~900 bytes with their headers; the answer stops at 4 MiB)
+#: and the client need not fetch the rest from the upload status, a store look-up a file.
+BATCH_FILES: Final = min(4_000, MAX_FILES_PER_REQUEST)
 
 
 def declaration_batches(files: Sequence[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     """The file entries of an upload split into the requests that declare them: the first
-    goes with upload-url, each other with add-files. Each holds at most
-    ``MAX_FILES_PER_REQUEST`` entries and ``BATCH_BYTES`` of their JSON (at least one)."""
+    goes with upload-url, each other with add-files. Each holds at most ``BATCH_FILES``
+    entries and ``BATCH_BYTES`` of their JSON (at least one)."""
     batches: list[list[dict[str, Any]]] = []
     batch: list[dict[str, Any]] = []
     used = 0
     for entry in files:
         size = len(jsontext.dumps(entry)) + 1
-        if batch and (len(batch) == MAX_FILES_PER_REQUEST or used + size > BATCH_BYTES):
+        if batch and (len(batch) == BATCH_FILES or used + size > BATCH_BYTES):
             batches.append(batch)
             batch, used = [], 0
         batch.append(entry)
