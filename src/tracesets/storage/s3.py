@@ -201,13 +201,9 @@ class S3BlobStore:
         params: dict[str, Any] = {"Key": self._key(key), "ContentLength": size, "IfNoneMatch": "*"}
         headers: dict[str, str] = {"If-None-Match": "*"}
         if sha256 is not None:
-            # The algorithm signed too, as the SDKs send it: S3 records it with the object,
-            # so a listing shows which objects it checked (``checked_at_upload``).
             checksum = _b64(sha256)
             params["ChecksumSHA256"] = checksum
-            params["ChecksumAlgorithm"] = "SHA256"
             headers["x-amz-checksum-sha256"] = checksum
-            headers["x-amz-sdk-checksum-algorithm"] = "SHA256"
         return UploadPlan(
             expires_at=self._expires(self.upload_ttl),
             url=self._presign("put_object", self.upload_ttl, **params),
@@ -354,7 +350,11 @@ class S3BlobStore:
         """Objects of one PUT whose URL signed ``x-amz-checksum-sha256`` (``plan_upload``
         signs the declared digest for every file it does not send in parts) are in S3 only
         if their bytes have that digest, and only once (``If-None-Match``): the listing's
-        ``ChecksumAlgorithm`` says which have one, 1,000 keys a request."""
+        ``ChecksumAlgorithm`` says which have one, 1,000 keys a request.
+
+        An S3-compatible store that does not check checksums must not list one: moto
+        lists the algorithm only when ``x-amz-sdk-checksum-algorithm`` came with the PUT,
+        which these URLs do not sign, so there every file is read back at ``complete``."""
         found: dict[str, int] = {}
         start = len(self._key(""))
         for page in self.s3.get_paginator("list_objects_v2").paginate(
