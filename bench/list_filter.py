@@ -39,8 +39,8 @@ from sqlalchemy import event
 
 from tracesets.db import queries
 from tracesets.db.engine import Database
-from tracesets.records import ListFilter
 from tracesets.service import tokens
+from tracesets.vocabulary import ListFilter
 
 #: The per-token rate limit (100/s by default) would answer most of the load 429:
 #: the bench measures the requests, not the limiter.

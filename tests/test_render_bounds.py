@@ -15,7 +15,8 @@ from tracesets.api import render
 from tracesets.inspection import FileFinding, summarize
 from tracesets.inspection.report import result_json
 from tracesets.records import InspectionRecord, StoredFile, Traceset
-from tracesets.service.catalog import decode_cursor
+from tracesets.service.catalog import UploadTarget, decode_cursor
+from tracesets.storage.base import PartTarget, UploadPlan
 
 BOUND = 8 * 1024 * 1024
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
@@ -109,3 +110,34 @@ def test_warnings_are_cut_to_their_budget() -> None:
     assert cut and kept == warnings[: len(kept)]
     assert len(orjson.dumps(kept)) <= render.INSPECTION_LIST_BYTES
     assert render.within(["a", "b"], 100) == (["a", "b"], False)
+
+
+def test_upload_answers_stop_within_their_bound_and_say_where_the_status_goes_on() -> None:
+    """10,000 files in 1,000 parts each, every part URL as long as S3's: the answer keeps
+    whole entries up to its bound and names the first file left out."""
+    url = "https://bucket.s3.example/" + "k" * 600
+    parts = [
+        PartTarget(n, url, 5 * 1024**2, {"x-amz-checksum-sha256": "c" * 44})
+        for n in range(1, 1_001)
+    ]
+    expires = datetime(2026, 12, 2, tzinfo=UTC)
+    targets = [
+        UploadTarget(
+            f"rank{i}.json",
+            "primary",
+            UploadPlan(expires, upload_id="u", part_size=5 * 1024**2, parts=parts),
+            idx,
+        )
+        for i, idx in enumerate(range(7, 10_007))
+    ]
+    answer = orjson.dumps(render.upload_targets("t", targets))
+    assert len(answer) < BOUND
+    got = orjson.loads(answer)
+    assert 1 <= len(got["uploads"]) < len(targets)
+    assert all(len(entry["parts"]) == 1_000 for entry in got["uploads"])
+    left = targets[len(got["uploads"])]
+    assert decode_cursor(got["uploadsNextCursor"], "f1") == left.idx
+    # An ordinary answer keeps the contract's shape: every entry, no cursor.
+    few = orjson.loads(orjson.dumps(render.upload_targets("t", targets[:3])))
+    assert [e["name"] for e in few["uploads"]] == ["rank0.json", "rank1.json", "rank2.json"]
+    assert set(few) == {"tracesetId", "uploads"}

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
 
-Status = Literal["pending", "ready", "promoted"]
-STATUSES: tuple[Status, ...] = ("pending", "ready", "promoted")
+from tracesets.vocabulary import Status
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,11 +75,17 @@ class ListedTraceset(TracesetHead):
 
 @dataclass(frozen=True, slots=True)
 class Traceset(TracesetHead):
+    """A traceset with its files: all of them, or, read for an answer, the first page of
+    them and ``counted``, the database's count of all."""
+
     files: list[StoredFile]
     inspection: InspectionRecord | None = None
+    counted: FileSummary | None = None
 
     @property
     def file_summary(self) -> FileSummary:
+        if self.counted is not None:
+            return self.counted
         return FileSummary(
             count=len(self.files),
             bytes=sum(f.size for f in self.files),
@@ -93,16 +97,3 @@ class Traceset(TracesetHead):
 
     def file_at(self, idx: int) -> StoredFile | None:
         return self.files[idx] if 0 <= idx < len(self.files) else None
-
-
-@dataclass(frozen=True, slots=True)
-class ListFilter:
-    """Which tracesets a list asks for; ``None`` is no condition."""
-
-    status: Status | None = None
-    rank_count: int | None = None
-    workload_family: str | None = None
-    workload_name: str | None = None
-    global_batch_size: int | None = None
-    inspected_ok: bool | None = None
-    ranks_consistent: bool | None = None

@@ -14,7 +14,7 @@
 | ``TRACESETS_PART_SIZE`` | ``67108864`` (64 MiB) | S3: part size (at least 5 MiB; grows so no file needs >1,000 parts) |
 | ``TRACESETS_PENDING_TTL`` | ``604800`` (7 days) | pending tracesets older than this are aborted and removed |
 | ``TRACESETS_MAX_BODY_BYTES`` | ``4194304`` (4 MiB) | largest JSON request body (413 beyond) |
-| ``TRACESETS_MAX_FILES`` | ``10000`` | most files in one traceset (at most 10,000) |
+| ``TRACESETS_MAX_FILES`` | ``131072`` | most files in one traceset (at most 131,072; 10,000 a request) |
 | ``TRACESETS_MAX_METADATA_BYTES`` | ``65536`` | largest serialized workloadMetadata (at most 65,536) |
 | ``TRACESETS_RATE_LIMIT`` | ``100`` | requests a second per token, on average (429 beyond; ``0.5``: one in 2 s) |
 | ``TRACESETS_RATE_BURST`` | ``200`` | requests a token may send at once before the rate applies |
@@ -35,6 +35,8 @@ import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+from tracesets.vocabulary import MAX_BODY_BYTES, MAX_FILES_PER_TRACESET, MAX_METADATA_BYTES
 
 DEFAULT_WORKSPACE = "default"
 MIB = 1024 * 1024
@@ -100,9 +102,9 @@ class Settings:
     multipart_threshold: int = 64 * MIB
     part_size: int = 64 * MIB
     pending_ttl: int = 7 * 24 * 3600
-    max_body_bytes: int = 4 * MIB
-    max_files: int = 10_000
-    max_metadata_bytes: int = 65_536
+    max_body_bytes: int = MAX_BODY_BYTES
+    max_files: int = MAX_FILES_PER_TRACESET
+    max_metadata_bytes: int = MAX_METADATA_BYTES
     rate_limit: float = 100
     rate_burst: int = 200
     header_timeout: int = 20
@@ -149,9 +151,15 @@ class Settings:
             multipart_threshold=_positive_int(env, "TRACESETS_MULTIPART_THRESHOLD", 64 * MIB),
             part_size=part_size,
             pending_ttl=_positive_int(env, "TRACESETS_PENDING_TTL", 7 * 24 * 3600),
-            max_body_bytes=_bounded(env, "TRACESETS_MAX_BODY_BYTES", 4 * MIB, 1024, 64 * MIB),
-            max_files=_bounded(env, "TRACESETS_MAX_FILES", 10_000, 1, 10_000),
-            max_metadata_bytes=_bounded(env, "TRACESETS_MAX_METADATA_BYTES", 65_536, 64, 65_536),
+            max_body_bytes=_bounded(
+                env, "TRACESETS_MAX_BODY_BYTES", MAX_BODY_BYTES, 1024, 64 * MIB
+            ),
+            max_files=_bounded(
+                env, "TRACESETS_MAX_FILES", MAX_FILES_PER_TRACESET, 1, MAX_FILES_PER_TRACESET
+            ),
+            max_metadata_bytes=_bounded(
+                env, "TRACESETS_MAX_METADATA_BYTES", MAX_METADATA_BYTES, 64, MAX_METADATA_BYTES
+            ),
             rate_limit=_positive_number(env, "TRACESETS_RATE_LIMIT", 100),
             rate_burst=_positive_int(env, "TRACESETS_RATE_BURST", 200),
             header_timeout=_bounded(env, "TRACESETS_HEADER_TIMEOUT", 20, 1, 3600),

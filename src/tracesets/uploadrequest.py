@@ -15,11 +15,11 @@ from typing import Any, Final, Literal
 from tracesets import workload
 from tracesets.jsontext import JsonValue
 from tracesets.problems import InvalidRequest, Problem
+from tracesets.vocabulary import MAX_FILES_PER_REQUEST
 from tracesets.workload import show
 
 MAX_NAME_CHARS: Final = 256
 MAX_DESCRIPTION_CHARS: Final = 16_384
-MAX_FILES: Final = 10_000
 MAX_FILE_NAME_BYTES: Final = 1_024
 MAX_FILE_SIZE: Final = 5 * 1024**4  # 5 TiB
 ROLES: Final = ("primary", "supporting")
@@ -300,10 +300,14 @@ def _has_primary(files: JsonValue) -> bool:
 def read_upload_request(
     body: JsonValue,
     *,
-    max_files: int = MAX_FILES,
+    max_files: int = MAX_FILES_PER_REQUEST,
     max_metadata_bytes: int = workload.MAX_SERIALIZED_BYTES,
 ) -> UploadRequest:
-    """Check an upload-url body; raise InvalidRequest listing every problem found."""
+    """Check an upload-url body; raise InvalidRequest listing every problem found.
+
+    ``max_files``: the most ``files`` it may list; the service's is one request's, a
+    client checking a whole upload before it declares it in batches passes the traceset's.
+    """
     if not isinstance(body, dict):
         raise InvalidRequest.of([Problem("", body, "The request body must be a JSON object")])
     problems: list[Problem] = []
@@ -340,7 +344,7 @@ def read_upload_request(
         problems.append(
             Problem("description", description, "description must not contain a NUL character")
         )
-    files = _check_files(body.get("files"), problems, min(max_files, MAX_FILES))
+    files = _check_files(body.get("files"), problems, max_files)
     metadata = workload.check_upload_metadata(
         body.get("workloadMetadata"),
         has_primary_files=_has_primary(body.get("files")),
@@ -353,7 +357,9 @@ def read_upload_request(
     return UploadRequest(name, description, files, metadata.serialized, metadata.rank_count)
 
 
-def read_file_additions(body: JsonValue, *, max_files: int = MAX_FILES) -> list[FileSpec]:
+def read_file_additions(
+    body: JsonValue, *, max_files: int = MAX_FILES_PER_REQUEST
+) -> list[FileSpec]:
     """Check an add-files body (``{"files": [...]}``) by upload-url's rules for ``files``;
     raise InvalidRequest listing every problem found. Names already in the traceset are
     the service's to compare: only it knows them."""
@@ -364,7 +370,7 @@ def read_file_additions(body: JsonValue, *, max_files: int = MAX_FILES) -> list[
         for unknown in body
         if unknown not in _ADD_MEMBERS
     ]
-    files = _check_files(body.get("files"), problems, min(max_files, MAX_FILES))
+    files = _check_files(body.get("files"), problems, max_files)
     if problems:
         raise InvalidRequest.of(problems)
     return files

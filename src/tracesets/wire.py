@@ -14,6 +14,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from tracesets.jsontext import JsonNumber
+from tracesets.uploadrequest import MAX_PARTS
+from tracesets.vocabulary import MAX_FILES_PER_REQUEST, MAX_RANK_COUNT, Status
 
 RANK_COUNT_RULES = (
     "An upload that contains primary trace files must declare its rank count through "
@@ -47,7 +49,7 @@ class WorkloadShape(_Open):
     rankCount: int | None = Field(
         default=None,
         ge=1,
-        le=2_147_483_647,
+        le=MAX_RANK_COUNT,
         description="Total rank count. When parallelism degrees are also given, their product "
         "must equal it.",
     )
@@ -136,7 +138,7 @@ class UploadFileSpec(BaseModel):
     )
     partSha256: list[Annotated[str, Field(pattern="^[0-9a-f]{64}$")]] | None = Field(
         default=None,
-        max_length=10_000,
+        max_length=MAX_PARTS,
         description="Optional, with partSize and sha256: the SHA-256 of each part, part 1 first "
         "(64 lowercase hex digits each). A store that takes the file in parts signs each "
         "digest into its part's URL (it refuses other bytes) and checks the whole file at "
@@ -149,7 +151,7 @@ class UploadUrlRequest(BaseModel):
 
     name: str = Field(min_length=1, max_length=256)
     description: str | None = Field(default=None, max_length=16_384)
-    files: list[UploadFileSpec] = Field(min_length=1, max_length=10_000)
+    files: list[UploadFileSpec] = Field(min_length=1, max_length=MAX_FILES_PER_REQUEST)
     workloadMetadata: UploadWorkloadMetadata | None = None
 
 
@@ -158,7 +160,7 @@ class AddFilesRequest(BaseModel):
 
     files: list[UploadFileSpec] = Field(
         min_length=1,
-        max_length=10_000,
+        max_length=MAX_FILES_PER_REQUEST,
         description="Files to add, by upload-url's rules; names unique within the traceset, "
         "except one declared again with the same size, role and sha256.",
     )
@@ -199,11 +201,18 @@ class UploadTarget(BaseModel):
 class UploadUrlResponse(BaseModel):
     tracesetId: str
     uploads: list[UploadTarget]
+    uploadsNextCursor: str | None = Field(
+        default=None,
+        description="Present only when the answer left out some files' upload entries, to "
+        "stay within about 4 MiB of URLs (thousands of files, or files of many parts on S3): "
+        "pass it as `cursor` to GET /api/v1/tracesets/{id}/uploads, and on with its "
+        "`nextCursor`, for fresh entries from the first file left out on.",
+    )
 
 
 class UploadStatus(BaseModel):
     tracesetId: str
-    status: Literal["pending", "ready", "promoted"]
+    status: Status
     received: list[str] = Field(description="Files whose bytes have all arrived.")
     uploads: list[UploadTarget] = Field(
         description="Fresh URLs for every file not yet whole; for multipart files, only the "
@@ -350,7 +359,7 @@ class _TracesetHead(BaseModel):
     id: str
     name: str
     description: str | None
-    status: Literal["pending", "ready", "promoted"]
+    status: Status
     createdAt: datetime
     updatedAt: datetime
     promotedAt: datetime | None

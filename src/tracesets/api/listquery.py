@@ -1,4 +1,5 @@
-"""Query parameters the list does not take are refused, each named, near misses corrected.
+"""The list's query parameters: its filters, made from the vocabulary, and every other
+name refused, each named, near misses corrected.
 
 A misspelt filter that were ignored would answer every traceset, which reads as "these all
 match": the worst answer a filter can give. So every unknown name is a problem of its own,
@@ -9,13 +10,20 @@ and one that is a known name in another spelling (``workloadFamily``, ``rankCoun
 from __future__ import annotations
 
 import difflib
+import inspect
 import re
 from collections.abc import Iterable
+from typing import Annotated, Any
 
-from fastapi import Request
+from fastapi import Depends, Query, Request
+from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute
 
 from tracesets.problems import InvalidRequest, Problem
+from tracesets.vocabulary import FILTERS, Filter, ListFilter, Status
+
+#: Text a filter can match: no stored string holds U+0000 (PostgreSQL cannot store one).
+_NO_NUL = r"^[^\x00]*$"
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _PREFIXES = ("workloadmetadata.", "workload_metadata.", "shape.", "parallelism.")
@@ -62,12 +70,82 @@ def unknown_parameters(given: Iterable[tuple[str, str]], known: Iterable[str]) -
     return problems
 
 
+def _query_names(dependant: Dependant) -> list[str]:
+    """The query parameters of a route or dependency, and of the dependencies it uses."""
+    return [p.alias for p in dependant.query_params] + [
+        name for used in dependant.dependencies for name in _query_names(used)
+    ]
+
+
 async def refuse_unknown_query(request: Request) -> None:
-    """400 naming each query parameter the route declares none of (in its own signature)."""
+    """400 naming each query parameter the route declares none of (in its signature or its
+    dependencies')."""
     route = request.scope.get("route")
     if not isinstance(route, APIRoute):
         return
-    known = [p.alias for p in route.dependant.query_params]
+    known = _query_names(route.dependant)
     problems = unknown_parameters(request.query_params.multi_items(), known)
     if problems:
         raise InvalidRequest.of(problems)
+
+
+def _parameter(term: Filter, name: str, alias: str | None = None) -> inspect.Parameter:
+    """The query parameter of one filter, typed and bounded as the vocabulary says."""
+    kinds: dict[str, tuple[Any, dict[str, Any]]] = {
+        "status": (Status, {}),
+        "text": (str, {"pattern": _NO_NUL}),
+        "integer": (int, {"ge": 1, "le": term.maximum}),
+        "boolean": (bool, {}),
+    }
+    kind, bounds = kinds[term.kind]
+    description = term.description
+    if alias is not None:
+        description = (
+            f"The same filter as {term.name}, in the member's own dotted spelling; giving "
+            "both with different values is refused."
+        )
+    query = Query(alias=alias, description=description, **bounds)
+    return inspect.Parameter(
+        name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=Annotated[kind | None, query]
+    )
+
+
+def _list_filter(**given: Any) -> ListFilter:
+    for term in FILTERS:
+        if term.alias is None:
+            continue
+        spelt = given.pop(_alias_name(term), None)
+        if spelt is None:
+            continue
+        if given[term.name] not in (None, spelt):
+            raise InvalidRequest.of(
+                [
+                    Problem(
+                        term.alias,
+                        spelt,
+                        f"{term.name} and {term.alias} are one filter: give one value",
+                    )
+                ]
+            )
+        given[term.name] = spelt
+    return ListFilter(**given)
+
+
+def _alias_name(term: Filter) -> str:
+    return "_" + (term.alias or term.name).replace(".", "_")
+
+
+def _signature() -> inspect.Signature:
+    parameters = []
+    for term in FILTERS:
+        parameters.append(_parameter(term, term.name))
+        if term.alias is not None:
+            parameters.append(_parameter(term, _alias_name(term), term.alias))
+    return inspect.Signature(parameters, return_annotation=ListFilter)
+
+
+# FastAPI reads a dependency's parameters from its signature: these are the vocabulary's.
+_list_filter.__signature__ = _signature()  # type: ignore[attr-defined]
+
+#: The list's filters, as query parameters, read into a ``ListFilter``.
+ListFilterQuery = Annotated[ListFilter, Depends(_list_filter)]

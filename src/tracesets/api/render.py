@@ -27,15 +27,20 @@ from tracesets.service.catalog import (
     encode_cursor,
     encode_file_cursor,
 )
+from tracesets.vocabulary import FILES_PAGE_MAX
 
 #: Most files in one page: the files route's largest ``limit``, and what GET embeds.
-FILES_PAGE_LIMIT: Final = 1_000
+FILES_PAGE_LIMIT: Final = FILES_PAGE_MAX
 #: A page of files stops before its JSON passes this many bytes (names of 1,024
 #: control characters are 6 KiB each once escaped).
 FILES_PAGE_BYTES: Final = 2 * 1024 * 1024
 #: A page of the list stops before its JSON passes this many bytes (each item may hold
 #: 64 KiB of metadata and a 16,384-character description).
 LIST_PAGE_BYTES: Final = 4 * 1024 * 1024
+#: An upload-url or add-files answer stops its upload entries before their JSON passes this
+#: many bytes: S3 signs a URL per part (a file in 1,000 parts is some 700 KB of them), and
+#: 10,000 presigned URLs with their checksum headers are about 9 MB.
+UPLOAD_ANSWER_BYTES: Final = 4 * 1024 * 1024
 #: An inspection whose stored JSON is at most this long goes out as stored.
 INSPECTION_EMBED_BYTES: Final = 2 * 1024 * 1024
 #: Past that, each of its lists keeps its first items up to this many bytes of JSON.
@@ -190,7 +195,23 @@ def upload_target(target: UploadTarget) -> dict[str, Any]:
 
 
 def upload_targets(traceset_id: str, uploads: Sequence[UploadTarget]) -> dict[str, Any]:
-    return {"tracesetId": traceset_id, "uploads": [upload_target(u) for u in uploads]}
+    """An upload-url or add-files answer: an entry per file until their JSON passes
+    ``UPLOAD_ANSWER_BYTES`` (at least one); past that, ``uploadsNextCursor`` is where the
+    upload status pages on, from the first file left out."""
+    shown: list[orjson.Fragment] = []
+    used = 0
+    for position, target in enumerate(uploads):
+        entry = orjson.dumps(upload_target(target))
+        used += len(entry) + 1
+        if shown and used > UPLOAD_ANSWER_BYTES:
+            rest = min(left.idx for left in uploads[position:])
+            return {
+                "tracesetId": traceset_id,
+                "uploads": shown,
+                "uploadsNextCursor": encode_file_cursor(rest),
+            }
+        shown.append(orjson.Fragment(entry))
+    return {"tracesetId": traceset_id, "uploads": shown}
 
 
 def upload_status(status: UploadStatus) -> dict[str, Any]:

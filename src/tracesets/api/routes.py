@@ -20,10 +20,10 @@ from tracesets.api.deps import (
     Service,
     WriteWorkspace,
 )
-from tracesets.api.listquery import refuse_unknown_query
+from tracesets.api.listquery import ListFilterQuery, refuse_unknown_query
 from tracesets.api.openapi import errors, json_body
-from tracesets.problems import InvalidRequest, NotFound, Problem
-from tracesets.records import ListFilter, Status
+from tracesets.problems import NotFound, Problem
+from tracesets.vocabulary import LIST_PAGE_DEFAULT, LIST_PAGE_MAX
 from tracesets.wire import (
     FileList,
     PromotedTraceset,
@@ -35,9 +35,6 @@ from tracesets.wire import (
 )
 
 router = APIRouter(prefix="/api/v1/tracesets", tags=["tracesets"])
-
-#: Text a filter can match: no stored string holds U+0000 (PostgreSQL cannot store one).
-_NO_NUL = r"^[^\x00]*$"
 
 
 async def _traceset_id(traceset_id: str) -> str:
@@ -172,7 +169,7 @@ async def complete_traceset(
 async def get_traceset(
     service: Service, workspace: ReadWorkspace, traceset_id: TracesetId
 ) -> Response:
-    traceset = await run_in_threadpool(service.get, workspace, traceset_id)
+    traceset = await run_in_threadpool(service.read, workspace, traceset_id)
     return render.json_response(render.traceset(traceset))
 
 
@@ -212,82 +209,13 @@ async def list_tracesets(
     service: Service,
     workspace: ReadWorkspace,
     _known: Annotated[None, Depends(refuse_unknown_query)],
-    status: Annotated[Status | None, Query(description="pending, ready or promoted")] = None,
-    rank_count: Annotated[
-        int | None, Query(ge=1, le=2_147_483_647, description="Matches rankCountDerived.")
-    ] = None,
-    workload_family: Annotated[
-        str | None,
-        Query(
-            pattern=_NO_NUL,
-            description="Exact match on the string workloadMetadata.workload_family.",
-        ),
-    ] = None,
-    workload_name: Annotated[
-        str | None,
-        Query(
-            pattern=_NO_NUL, description="Exact match on the string workloadMetadata.workload_name."
-        ),
-    ] = None,
-    global_batch_size: Annotated[
-        int | None,
-        Query(
-            ge=1,
-            le=2**63 - 1,
-            description="Matches the integer workloadMetadata.shape.global_batch_size.",
-        ),
-    ] = None,
-    shape_global_batch_size: Annotated[
-        int | None,
-        Query(
-            alias="shape.global_batch_size",
-            ge=1,
-            le=2**63 - 1,
-            description="The same filter as global_batch_size, in the member's own dotted "
-            "spelling; giving both with different values is refused.",
-        ),
-    ] = None,
-    inspected_ok: Annotated[
-        bool | None,
-        Query(
-            description="true: inspected, and the traces agree with the declaration; false: "
-            "inspected, and they disagree (see inspection.warnings), or inspection failed."
-        ),
-    ] = None,
-    ranks_consistent: Annotated[
-        bool | None,
-        Query(
-            description="true: inspected, and the ranks agree with each other (collective "
-            "counts, step times, declared parallelism); false: they do not (see "
-            "inspection.warnings)."
-        ),
-    ] = None,
-    limit: Annotated[int, Query(ge=1, le=500, description="Page size, 1 to 500.")] = 50,
+    where: ListFilterQuery,
+    limit: Annotated[
+        int,
+        Query(ge=1, le=LIST_PAGE_MAX, description=f"Page size, 1 to {LIST_PAGE_MAX:,}."),
+    ] = LIST_PAGE_DEFAULT,
     cursor: PageCursor = None,
 ) -> Response:
-    if None not in (global_batch_size, shape_global_batch_size) and (
-        global_batch_size != shape_global_batch_size
-    ):
-        raise InvalidRequest.of(
-            [
-                Problem(
-                    "shape.global_batch_size",
-                    shape_global_batch_size,
-                    "global_batch_size and shape.global_batch_size are one filter: give one value",
-                )
-            ]
-        )
-    where = ListFilter(
-        status=status,
-        rank_count=rank_count,
-        workload_family=workload_family,
-        workload_name=workload_name,
-        global_batch_size=global_batch_size
-        if global_batch_size is not None
-        else shape_global_batch_size,
-        inspected_ok=inspected_ok,
-        ranks_consistent=ranks_consistent,
-    )
     page = await run_in_threadpool(service.list_page, workspace, where, limit=limit, cursor=cursor)
     return render.json_response(render.page(page))
 

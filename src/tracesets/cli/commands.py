@@ -5,13 +5,14 @@ from __future__ import annotations
 import re
 from itertools import islice
 from pathlib import Path
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, Final, cast
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from tracesets.cli import metadata, options
+from tracesets.cli.filters import with_filter_options
 from tracesets.cli.inspect import duplicated, missing_lines, ranks_list
 from tracesets.cli.output import REFUSED, error_lines, json_text, say, size, warn
 from tracesets.cli.progress import display
@@ -26,6 +27,7 @@ from tracesets.client import (
 from tracesets.client.downloads import DownloadSummary, choose
 from tracesets.inspection import Summary
 from tracesets.jobs import missing_ranks, ranges
+from tracesets.vocabulary import LIST_PAGE_MAX, ListFilter, ListFilters
 
 #: A declared rank count above this is not checked rank by rank.
 MAX_RANKS_LISTED = 1 << 20
@@ -146,27 +148,9 @@ def _missing_ranks(client: Client, traceset: Traceset) -> list[int] | None:
     return missing_ranks(received, count)
 
 
+@with_filter_options
 def list_(
-    status: Annotated[
-        str | None, typer.Option(help="pending, ready or promoted.", show_default=False)
-    ] = None,
-    workload_family: Annotated[
-        str | None,
-        typer.Option(help="workloadMetadata.workload_family equals this.", show_default=False),
-    ] = None,
-    workload_name: Annotated[
-        str | None,
-        typer.Option(help="workloadMetadata.workload_name equals this.", show_default=False),
-    ] = None,
-    global_batch_size: Annotated[
-        int | None,
-        typer.Option(
-            help="workloadMetadata.shape.global_batch_size equals this.", show_default=False
-        ),
-    ] = None,
-    rank_count: Annotated[
-        int | None, typer.Option(help="The rank count equals this.", show_default=False)
-    ] = None,
+    where: ListFilter,
     limit: Annotated[
         int, typer.Option(min=0, help="Show at most this many, newest first; 0 for all.")
     ] = 50,
@@ -177,12 +161,8 @@ def list_(
     """List tracesets, newest first: a table, or JSON with --json."""
     with options.client(url, token) as client:
         found = client.list_tracesets(
-            status=status,
-            workload_family=workload_family,
-            workload_name=workload_name,
-            global_batch_size=global_batch_size,
-            rank_count=rank_count,
-            page_size=limit + 1 if limit else 500,
+            page_size=limit + 1 if limit else LIST_PAGE_MAX,
+            **cast(ListFilters, where.given()),
         )
         items = list(islice(found, limit + 1) if limit else found)
     more = bool(limit) and len(items) > limit

@@ -17,6 +17,7 @@ from typing import Any, Final
 from tracesets.client.errors import ClientError
 from tracesets.client.models import Traceset, UploadStatus, UploadTarget
 from tracesets.uploadrequest import Role
+from tracesets.vocabulary import PLANNED_PARTS_MAX
 
 CHUNK: Final = 1024 * 1024
 #: Files above S3's least part size are declared in parts of this size (or larger, for at
@@ -24,7 +25,6 @@ CHUNK: Final = 1024 * 1024
 #: and the whole file at ``complete`` without reading it back.
 PART_SIZE: Final = 64 * CHUNK
 MIN_PART_SIZE: Final = 5 * CHUNK
-MAX_PARTS: Final = 1_000
 
 PathLike = str | os.PathLike[str]
 
@@ -51,7 +51,7 @@ class LocalFile:
 
 def part_size_for(size: int) -> int:
     """``PART_SIZE``, or more (whole MiB) when the file would need more than 1,000 parts."""
-    return max(PART_SIZE, -(-size // (MAX_PARTS * CHUNK)) * CHUNK)
+    return max(PART_SIZE, -(-size // (PLANNED_PARTS_MAX * CHUNK)) * CHUNK)
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,13 +17,21 @@ from tracesets import jsontext
 from tracesets.client.errors import ClientError
 from tracesets.problems import Problem, TracesetsError
 from tracesets.uploadrequest import read_file_additions, read_upload_request
-from tracesets.wire import Traceset, UploadFileSpec, UploadStatus, Whoami
+from tracesets.vocabulary import (
+    FILES_PAGE_MAX,
+    LIST_PAGE_MAX,
+    MAX_BODY_BYTES,
+    MAX_FILES_PER_REQUEST,
+    MAX_FILES_PER_TRACESET,
+    ListFilter,
+    ListFilters,
+)
+from tracesets.wire import Traceset, UploadFileSpec, UploadStatus, UploadUrlResponse, Whoami
 
 TRACESETS: Final = "/api/v1/tracesets"
 WHOAMI: Final = "/api/v1/whoami"
-MAX_PAGE: Final = 500
 #: Files asked for a page of the files route (its largest page).
-FILES_PAGE: Final = 1_000
+FILES_PAGE: Final = FILES_PAGE_MAX
 
 Model = TypeVar("Model", bound=pydantic.BaseModel)
 TracesetT = TypeVar("TracesetT", bound=Traceset)
@@ -73,10 +81,38 @@ def build_upload_body(
 
 
 def check(body: dict[str, Any]) -> None:
+    """The upload rules, for a whole upload: its files may be more than one request declares
+    (``declaration_batches`` splits them), up to what one traceset holds."""
     try:
-        read_upload_request(body)
+        read_upload_request(body, max_files=MAX_FILES_PER_TRACESET)
     except TracesetsError as refused:
         raise ClientError.refused_locally(refused) from None
+
+
+#: Bytes of file entries one request carries at most: half the service's body limit leaves
+#: room for the rest of an upload-url body (64 KiB of metadata, a description).
+BATCH_BYTES: Final = MAX_BODY_BYTES // 2
+#: Files one request declares: fewer than the service takes (10,000), so that the answer's
+#: URLs fit in it whole (S3's are ~900 bytes with their headers; the answer stops at 4 MiB)
+#: and the client need not fetch the rest from the upload status, a store look-up a file.
+BATCH_FILES: Final = min(4_000, MAX_FILES_PER_REQUEST)
+
+
+def declaration_batches(files: Sequence[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """The file entries of an upload split into the requests that declare them: the first
+    goes with upload-url, each other with add-files. Each holds at most ``BATCH_FILES``
+    entries and ``BATCH_BYTES`` of their JSON (at least one)."""
+    batches: list[list[dict[str, Any]]] = []
+    batch: list[dict[str, Any]] = []
+    used = 0
+    for entry in files:
+        size = len(jsontext.dumps(entry)) + 1
+        if batch and (len(batch) == BATCH_FILES or used + size > BATCH_BYTES):
+            batches.append(batch)
+            batch, used = [], 0
+        batch.append(entry)
+        used += size
+    return [*batches, batch] if batch else batches
 
 
 def add_files_body(files: Sequence[FileEntry]) -> dict[str, Any]:
@@ -109,24 +145,9 @@ def encode(body: Any) -> bytes:
         raise ClientError(f"The request cannot be sent as JSON: {exc}", sent=False) from None
 
 
-def list_params(
-    *,
-    status: str | None,
-    rank_count: int | None,
-    workload_family: str | None,
-    workload_name: str | None,
-    global_batch_size: int | None,
-    page_size: int,
-) -> dict[str, str | int]:
-    given: dict[str, str | int | None] = {
-        "status": status,
-        "rank_count": rank_count,
-        "workload_family": workload_family,
-        "workload_name": workload_name,
-        "global_batch_size": global_batch_size,
-        "limit": max(1, min(MAX_PAGE, page_size)),
-    }
-    return {key: value for key, value in given.items() if value is not None}
+def list_params(filters: ListFilters, page_size: int) -> dict[str, str | int]:
+    """The list's query: the filters given (keywords of the vocabulary) and a page size."""
+    return {**ListFilter(**filters).query(), "limit": max(1, min(LIST_PAGE_MAX, page_size))}
 
 
 def traceset_path(traceset_id: str, *rest: str) -> str:
@@ -179,6 +200,15 @@ def inspection_timeout(traceset_id: str, timeout: float) -> ClientError:
 
 def files_params(cursor: str | None) -> dict[str, str | int]:
     return {"limit": FILES_PAGE} if cursor is None else {"limit": FILES_PAGE, "cursor": cursor}
+
+
+def left_out(answer: UploadUrlResponse, names: Sequence[str]) -> set[str]:
+    """The files of ``names`` an upload-url or add-files answer has no entry for because it
+    was cut (``uploadsNextCursor``); empty when it was not (a file with nothing left to
+    send has no entry either)."""
+    if answer.uploadsNextCursor is None:
+        return set()
+    return set(names) - {u.name for u in answer.uploads}
 
 
 def joined(first: UploadStatus, then: UploadStatus) -> UploadStatus:

@@ -7,25 +7,35 @@ that reads, checks and writes does it atomically.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Final
 
-from sqlalchemy import Connection, Row, Select, case, delete, func, insert, select, update
+from sqlalchemy import (
+    Connection,
+    Row,
+    Select,
+    bindparam,
+    case,
+    delete,
+    func,
+    insert,
+    select,
+    update,
+)
 
 from tracesets.db.tables import files, idempotency_keys, inspection_ranks, inspections, tracesets
 from tracesets.records import (
     FileSummary,
     InspectionRecord,
     ListedTraceset,
-    ListFilter,
-    Status,
     StoredFile,
     Traceset,
     TracesetHead,
 )
 from tracesets.uploadrequest import FileSpec, UploadRequest
+from tracesets.vocabulary import ListFilter, Status
 
 
 def _utc(value: datetime | None) -> datetime | None:
@@ -225,8 +235,9 @@ def _inspection_verdicts(
     }
 
 
-def files_from(conn: Connection, *, seq: int, start: int, limit: int) -> list[StoredFile]:
-    """At most ``limit`` files of a traceset from index ``start`` on, in index order."""
+def files_from(conn: Connection, *, seq: int, start: int, limit: int | None) -> list[StoredFile]:
+    """At most ``limit`` files (all with None) of a traceset from index ``start`` on, in
+    index order."""
     rows = conn.execute(
         select(files)
         .where(files.c.traceset_seq == seq, files.c.idx >= start)
@@ -285,9 +296,17 @@ def get_head(conn: Connection, *, workspace: str, traceset_id: str) -> TracesetH
 
 
 def get_traceset(
-    conn: Connection, *, workspace: str | None, traceset_id: str, for_update: bool = False
+    conn: Connection,
+    *,
+    workspace: str | None,
+    traceset_id: str,
+    for_update: bool = False,
+    files_limit: int | None = None,
 ) -> Traceset | None:
-    """The traceset ``traceset_id`` of ``workspace`` (of any workspace when None: signed URLs)."""
+    """The traceset ``traceset_id`` of ``workspace`` (of any workspace when None: signed URLs).
+
+    With ``files_limit``, only its first files and their count (for an answer, which shows
+    a page of them): one page of rows, whatever the traceset holds."""
     query = select(tracesets).where(tracesets.c.id == traceset_id)
     if workspace is not None:
         query = query.where(tracesets.c.workspace == workspace)
@@ -296,11 +315,31 @@ def get_traceset(
     row = conn.execute(query).one_or_none()
     if row is None:
         return None
-    return _traceset(
-        row,
-        _files_by_seq(conn, [row.seq]).get(row.seq, []),
-        _inspections_by_seq(conn, [row.seq]).get(row.seq),
+    inspection = _inspections_by_seq(conn, [row.seq]).get(row.seq)
+    if files_limit is None:
+        return _traceset(row, _files_by_seq(conn, [row.seq]).get(row.seq, []), inspection)
+    return Traceset(
+        **_head(row),
+        files=files_from(conn, seq=row.seq, start=0, limit=files_limit),
+        inspection=inspection,
+        counted=_file_summaries(conn, [row.seq]).get(row.seq, FileSummary(0, 0, 0)),
     )
+
+
+#: The list filters that equal a column of the traceset, the most selective first: the first
+#: one given leads (``list_tracesets``).
+FILTER_COLUMNS: Final = {
+    "workload_name": tracesets.c.workload_name,
+    "workload_family": tracesets.c.workload_family,
+    "global_batch_size": tracesets.c.global_batch_size,
+    "rank_count": tracesets.c.rank_count,
+    "status": tracesets.c.status,
+}
+#: The list filters on the inspection's verdicts.
+VERDICT_COLUMNS: Final = {
+    "inspected_ok": inspections.c.ok,
+    "ranks_consistent": inspections.c.consistent,
+}
 
 
 def list_tracesets(
@@ -314,34 +353,18 @@ def list_tracesets(
     backwards filtering rows, which takes seconds when every match is old; an
     index-only scan of the filter's index is cheap whatever the rows' age.
     """
-    given = [
-        (column, value)
-        for column, value in (
-            (tracesets.c.workload_name, where.workload_name),
-            (tracesets.c.workload_family, where.workload_family),
-            (tracesets.c.global_batch_size, where.global_batch_size),
-            (tracesets.c.rank_count, where.rank_count),
-            (tracesets.c.status, where.status),
-        )
-        if value is not None
-    ]
+    asked = where.given()
+    given = [(column, asked[name]) for name, column in FILTER_COLUMNS.items() if name in asked]
     query = select(tracesets).where(tracesets.c.workspace == workspace)
     for column, value in given[1:]:
         query = query.where(column == value)
-    if where.inspected_ok is not None:
-        query = query.where(
-            tracesets.c.seq.in_(
-                select(inspections.c.traceset_seq).where(inspections.c.ok.is_(where.inspected_ok))
-            )
-        )
-    if where.ranks_consistent is not None:
-        query = query.where(
-            tracesets.c.seq.in_(
-                select(inspections.c.traceset_seq).where(
-                    inspections.c.consistent.is_(where.ranks_consistent)
+    for name, verdict in VERDICT_COLUMNS.items():
+        if name in asked:
+            query = query.where(
+                tracesets.c.seq.in_(
+                    select(inspections.c.traceset_seq).where(verdict.is_(asked[name]))
                 )
             )
-        )
     if not given:
         if before_seq is not None:
             query = query.where(tracesets.c.seq < before_seq)
@@ -475,6 +498,34 @@ def mark_received(conn: Connection, *, seq: int, idx: int, sha256: str, now: dat
         .where(files.c.traceset_seq == seq, files.c.idx == idx)
         .values(received=True, sha256=sha256, received_at=now)
     )
+
+
+_MARK_RECEIVED = (
+    update(files)
+    .where(files.c.traceset_seq == bindparam("b_seq"), files.c.idx == bindparam("b_idx"))
+    .values(
+        received=True,
+        sha256=bindparam("b_sha256"),
+        received_at=bindparam("b_now"),
+        upload_id=None,
+        part_size=None,
+    )
+)
+
+
+def mark_all_received(
+    conn: Connection, *, seq: int, digests: Mapping[int, str], now: datetime
+) -> None:
+    """Record every file of ``digests`` (index → sha256) as received, its upload finished:
+    one statement run for all of them (an executemany), not one round trip a file."""
+    if digests:
+        conn.execute(
+            _MARK_RECEIVED,
+            [
+                {"b_seq": seq, "b_idx": idx, "b_sha256": digest, "b_now": now}
+                for idx, digest in digests.items()
+            ],
+        )
 
 
 def set_upload(

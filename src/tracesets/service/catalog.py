@@ -28,7 +28,7 @@ from tracesets.db import queries
 from tracesets.db.engine import Database
 from tracesets.jsontext import JsonValue
 from tracesets.problems import Conflict, InvalidRequest, NotFound, Problem, Unprocessable
-from tracesets.records import ListedTraceset, ListFilter, StoredFile, Traceset
+from tracesets.records import ListedTraceset, StoredFile, Traceset, TracesetHead
 from tracesets.service import tokens
 from tracesets.service.inspections import inspection_warnings
 from tracesets.storage.base import BlobStore, UploadIncomplete, UploadPlan, blob_key
@@ -39,8 +39,17 @@ from tracesets.uploadrequest import (
     read_file_additions,
     read_upload_request,
 )
+from tracesets.vocabulary import (
+    FILES_PAGE_MAX,
+    MAX_FILES_PER_REQUEST,
+    MAX_FILES_PER_TRACESET,
+    MAX_METADATA_BYTES,
+    ListFilter,
+)
 
 IDEMPOTENCY_WINDOW = timedelta(hours=24)
+#: Files read for an answer about a traceset: a page, and one to know whether more follow.
+ANSWER_FILES: Final = FILES_PAGE_MAX + 1
 #: Rounds of complete's check-then-commit while uploads keep replacing files.
 _COMPLETE_ATTEMPTS = 3
 log = logging.getLogger("tracesets")
@@ -53,11 +62,12 @@ class UploadTarget:
     name: str
     role: str
     plan: UploadPlan
+    idx: int = 0  # the file's index in its traceset
 
 
 @dataclass(frozen=True, slots=True)
 class UploadStatus:
-    traceset: Traceset
+    traceset: TracesetHead
     received: list[str]
     uploads: list[UploadTarget]
     next_idx: int | None = None  # the first file not in this page, if any
@@ -147,10 +157,15 @@ def _refuse_redeclared(specs: list[FileSpec], earlier: dict[str, StoredFile]) ->
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """What one request may ask for (settings; the contract's limits are the ceilings)."""
+    """What a traceset may hold (settings; the vocabulary's limits are the ceilings)."""
 
-    max_files: int = 10_000
-    max_metadata_bytes: int = 65_536
+    max_files: int = MAX_FILES_PER_TRACESET
+    max_metadata_bytes: int = MAX_METADATA_BYTES
+
+    @property
+    def files_per_request(self) -> int:
+        """Files one upload-url or add-files request declares at most."""
+        return min(self.max_files, MAX_FILES_PER_REQUEST)
 
 
 class TracesetService:
@@ -183,7 +198,7 @@ class TracesetService:
         """
         request = read_upload_request(
             parse_body(body),
-            max_files=self.limits.max_files,
+            max_files=self.limits.files_per_request,
             max_metadata_bytes=self.limits.max_metadata_bytes,
         )
         body_sha256 = hashlib.sha256(body).hexdigest()
@@ -214,7 +229,7 @@ class TracesetService:
             self._abort(traceset_id, plans)
             return traceset, self._resume(traceset, base_url)
         return traceset, [
-            UploadTarget(f.name, f.role, plan)
+            UploadTarget(f.name, f.role, plan, f.idx)
             for f, plan in zip(traceset.files, plans, strict=True)
         ]
 
@@ -321,8 +336,13 @@ class TracesetService:
         nothing is started or recorded in the store.
         """
         start = decode_cursor(cursor, "f1") if cursor is not None else 0
-        traceset = self.get(workspace, traceset_id)
-        files = traceset.files[start:]
+        with self.db.read() as conn:  # a page's files only, however many the traceset holds
+            traceset = queries.get_head(conn, workspace=workspace, traceset_id=traceset_id)
+            if traceset is None:
+                raise _not_found(traceset_id)
+            files = queries.files_from(
+                conn, seq=traceset.seq, start=start, limit=None if limit is None else limit + 1
+            )
         if traceset.status != "pending" or not with_urls:
             page = files if limit is None else files[:limit]
             following = files[len(page)].idx if len(page) < len(files) else None
@@ -335,7 +355,7 @@ class TracesetService:
         )
         return UploadStatus(traceset, received, uploads, next_idx)
 
-    def _arrived(self, traceset: Traceset, f: StoredFile) -> bool:
+    def _arrived(self, traceset: TracesetHead, f: StoredFile) -> bool:
         return self.store.arrived(
             blob_key(traceset.id, f.idx),
             size=f.size,
@@ -397,7 +417,7 @@ class TracesetService:
             if plan is None:
                 received.append(f.name)
             else:
-                uploads.append(UploadTarget(f.name, f.role, plan))
+                uploads.append(UploadTarget(f.name, f.role, plan, f.idx))
         if restarted:
             with self.db.write() as conn:
                 for idx, plan in restarted:
@@ -420,7 +440,7 @@ class TracesetService:
         with self.db.read() as conn:  # another workspace's traceset is 404 whatever the body
             if queries.traceset_state(conn, workspace=workspace, traceset_id=traceset_id) is None:
                 raise _not_found(traceset_id)
-        specs = read_file_additions(parsed, max_files=self.limits.max_files)
+        specs = read_file_additions(parsed, max_files=self.limits.files_per_request)
 
         def add(conn: Connection) -> tuple[int, list[StoredFile], dict[int, PartDigests | None]]:
             locked = queries.traceset_state(
@@ -501,18 +521,23 @@ class TracesetService:
         """Each file's digest as the store holds it; Conflict naming every file not whole."""
         digests: dict[int, str] = {}
         missing: list[Problem] = []
+        checked = self.store.checked_at_upload(traceset.id)
         for f in traceset.files:
+            key = blob_key(traceset.id, f.idx)
+            # Sent in one PUT (no upload id) whose URL signed the declared digest.
+            if f.upload_id is None and f.sha256_declared and checked.get(key) == f.size:
+                digests[f.idx] = f.sha256_declared
+                continue
             try:
                 digests[f.idx] = self.store.finish_upload(
-                    blob_key(traceset.id, f.idx),
-                    size=f.size,
-                    sha256=f.expected_sha256,
-                    upload_id=f.upload_id,
+                    key, size=f.size, sha256=f.expected_sha256, upload_id=f.upload_id
                 )
             except UploadIncomplete as why:
                 missing.append(Problem(f"files[{f.idx}]", f.name, f"{f.name} {why}"))
         if missing:
             raise Conflict.of(missing)
+        if checked:
+            log.info("checked %d files of %s from the store's listing", len(checked), traceset.id)
         return digests
 
     def _mark_ready(
@@ -540,17 +565,15 @@ class TracesetService:
                     )
                 if any(f.sha256 not in (None, digests[f.idx]) for f in current.files):
                     return None
-                for idx, digest in digests.items():
-                    queries.mark_received(conn, seq=current.seq, idx=idx, sha256=digest, now=now)
-                    queries.set_upload(
-                        conn, seq=current.seq, idx=idx, upload_id=None, part_size=None
-                    )
+                queries.mark_all_received(conn, seq=current.seq, digests=digests, now=now)
                 queries.set_status(conn, seq=current.seq, status="ready", now=now)
                 adopted = True
                 if any(f.role == "primary" for f in current.files):
                     queries.queue_inspection(conn, seq=current.seq)
                     queued = True
-            done = queries.get_traceset(conn, workspace=workspace, traceset_id=traceset_id)
+            done = queries.get_traceset(
+                conn, workspace=workspace, traceset_id=traceset_id, files_limit=ANSWER_FILES
+            )
         if adopted:
             # After the commit: from now on no upload can become one of these files.
             self.store.drop_superseded(
@@ -562,6 +585,16 @@ class TracesetService:
         return done
 
     # -- read, list -----------------------------------------------------------------------
+
+    def read(self, workspace: str, traceset_id: str) -> Traceset:
+        """The traceset as an answer shows it: its first page of files, all of them counted."""
+        with self.db.read() as conn:
+            traceset = queries.get_traceset(
+                conn, workspace=workspace, traceset_id=traceset_id, files_limit=ANSWER_FILES
+            )
+        if traceset is None:
+            raise _not_found(traceset_id)
+        return traceset
 
     def get(self, workspace: str, traceset_id: str) -> Traceset:
         with self.db.read() as conn:
@@ -650,7 +683,9 @@ class TracesetService:
             if check.problems:
                 raise InvalidRequest.of(check.problems)
             queries.promote(conn, seq=traceset.seq, workload_metadata=check.serialized, now=_now())
-            promoted = queries.get_traceset(conn, workspace=workspace, traceset_id=traceset_id)
+            promoted = queries.get_traceset(
+                conn, workspace=workspace, traceset_id=traceset_id, files_limit=ANSWER_FILES
+            )
         assert promoted is not None
         # What the traces say against the declaration informs rather than refuses:
         # many frameworks profile only some ranks.

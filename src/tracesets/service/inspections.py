@@ -196,7 +196,9 @@ class InspectionQueue:
 
     def _open(self, claim: Claim) -> ByteSource:
         assert claim.sha256 is not None  # complete recorded every file's digest
-        source = self.store.open_source(blob_key(claim.traceset_id, claim.idx), sha256=claim.sha256)
+        source = self.store.open_source(
+            blob_key(claim.traceset_id, claim.idx), sha256=claim.sha256, size=claim.size
+        )
         return read_once(_Stoppable(source, self.stopping))
 
     def _inspect_one(self, claim: Claim, fetched: Future[ByteSource]) -> tuple[str, str] | None:

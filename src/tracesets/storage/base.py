@@ -86,6 +86,13 @@ class BlobStore(Protocol):
         their sha256; raise UploadIncomplete naming what is missing or wrong."""
         ...
 
+    def checked_at_upload(self, prefix: str) -> Mapping[str, int]:
+        """Size by key, under ``prefix/``, of the objects the store itself checked against
+        the sha256 signed into their single upload URL, found without a request per key
+        (a listing); ``complete`` takes those as having the declared digest. Empty where
+        the store cannot tell (then each file is finished one by one)."""
+        ...
+
     def arrived(
         self,
         key: str,
@@ -105,9 +112,9 @@ class BlobStore(Protocol):
 
     def download_url(self, key: str, *, filename: str, base_url: str) -> str: ...
 
-    def open_source(self, key: str, *, sha256: str) -> ByteSource:
+    def open_source(self, key: str, *, sha256: str, size: int | None = None) -> ByteSource:
         """Ranged reads of a stored file (of digest ``sha256``), for inspection (never the
-        whole file at once)."""
+        whole file at once); ``size``, when the caller knows it, spares the store a look."""
         ...
 
     def abort_upload(self, key: str, upload_id: str) -> None:

@@ -40,13 +40,13 @@ from botocore.exceptions import ClientError
 
 from tracesets.storage.base import PartTarget, UploadIncomplete, UploadPlan
 from tracesets.uploadrequest import PartDigests
+from tracesets.vocabulary import PLANNED_PARTS_MAX
 
 log = logging.getLogger("tracesets.storage")
 
 MIB: Final = 1024 * 1024
 MIN_PART_SIZE: Final = 5 * MIB  # S3's minimum for every part but the last
 MAX_SINGLE_PUT: Final = 5 * 1024**3  # S3 refuses a single PUT above 5 GiB
-MAX_PARTS_PER_FILE: Final = 1_000
 MAX_PRESIGN_SECONDS: Final = 7 * 24 * 3600  # SigV4's limit
 _READ_CHUNK: Final = 8 * MIB
 #: Beside a file's key, the part digests its client declared (JSON): resuming signs the
@@ -54,11 +54,17 @@ _READ_CHUNK: Final = 8 * MIB
 _PARTS_SUFFIX: Final = ".part-sha256"
 
 
+#: An object this small is fetched whole at its first read and read from memory after:
+#: a trace of a few KiB costs one request, not one per range its inspection reads.
+WHOLE_BELOW: Final = 64 * 1024
+
+
 class S3Source:
     """A stored object read by ranges (HTTP Range GETs): inspection reads heads and tails."""
 
     def __init__(self, s3: Any, bucket: str, key: str, size: int) -> None:
         self._s3, self._bucket, self._key, self._size = s3, bucket, key, size
+        self._whole: bytes | None = None
 
     @property
     def size(self) -> int:
@@ -67,6 +73,11 @@ class S3Source:
     def read(self, offset: int, length: int) -> bytes:
         if length <= 0 or offset >= self._size:
             return b""
+        if self._size <= WHOLE_BELOW:
+            if self._whole is None:
+                got = self._s3.get_object(Bucket=self._bucket, Key=self._key)
+                self._whole = bytes(got["Body"].read())
+            return self._whole[offset : offset + length]
         last = min(offset + length, self._size) - 1
         body = self._s3.get_object(
             Bucket=self._bucket, Key=self._key, Range=f"bytes={offset}-{last}"
@@ -92,7 +103,7 @@ class S3Location:
 
 def part_size_for(size: int, configured: int) -> int:
     """The configured part size, or larger (whole MiB) when the file would need >1,000 parts."""
-    needed = math.ceil(size / MAX_PARTS_PER_FILE)
+    needed = math.ceil(size / PLANNED_PARTS_MAX)
     return max(configured, math.ceil(needed / MIB) * MIB)
 
 
@@ -335,6 +346,25 @@ class S3BlobStore:
                 return stored == self._expected_parts(size, part_size)
         return self._object_size(key) == size
 
+    def checked_at_upload(self, prefix: str) -> Mapping[str, int]:
+        """Objects of one PUT whose URL signed ``x-amz-checksum-sha256`` (``plan_upload``
+        signs the declared digest for every file it does not send in parts) are in S3 only
+        if their bytes have that digest, and only once (``If-None-Match``): the listing's
+        ``ChecksumAlgorithm`` says which have one, 1,000 keys a request.
+
+        An S3-compatible store that does not check checksums must not list one: moto
+        lists the algorithm only when ``x-amz-sdk-checksum-algorithm`` came with the PUT,
+        which these URLs do not sign, so there every file is read back at ``complete``."""
+        found: dict[str, int] = {}
+        start = len(self._key(""))
+        for page in self.s3.get_paginator("list_objects_v2").paginate(
+            Bucket=self.location.bucket, Prefix=self._key(prefix) + "/"
+        ):
+            for listed in page.get("Contents", []):
+                if "SHA256" in listed.get("ChecksumAlgorithm", ()):
+                    found[listed["Key"][start:]] = int(listed["Size"])
+        return found
+
     def drop_superseded(self, prefix: str, kept: Mapping[str, str]) -> None:
         """Nothing to drop: each key holds one object, written once."""
 
@@ -480,8 +510,9 @@ class S3BlobStore:
             ResponseContentDisposition=disposition,
         )
 
-    def open_source(self, key: str, *, sha256: str) -> S3Source:
-        size = self._object_size(key)
+    def open_source(self, key: str, *, sha256: str, size: int | None = None) -> S3Source:
+        if size is None:
+            size = self._object_size(key)
         if size is None:
             raise FileNotFoundError(
                 f"no object {self._key(key)!r} in bucket {self.location.bucket!r}"

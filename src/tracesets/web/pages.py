@@ -2,7 +2,9 @@
 Content-Security-Policy.
 
 The files are read once from the package, so a request is a dictionary look-up. Only
-the files shipped in ``static/`` exist; the routes stay out of the OpenAPI description.
+the files shipped in ``static/`` exist, and ``vocabulary.js``, rendered once from
+``tracesets.vocabulary`` so the page's filters, statuses and limits are the service's;
+the routes stay out of the OpenAPI description.
 """
 
 from __future__ import annotations
@@ -14,8 +16,11 @@ from importlib import resources
 from importlib.resources.abc import Traversable
 from typing import Final
 
+import orjson
 from fastapi import APIRouter, Request, Response
 from swagger_ui_bundle import swagger_ui_path  # type: ignore[import-untyped]
+
+from tracesets import vocabulary
 
 #: No inline script or style anywhere, nothing from another origin, no framing.
 CONTENT_SECURITY_POLICY: Final = (
@@ -48,15 +53,50 @@ class StaticFile:
     etag: str
 
 
+def _static(body: bytes, media_type: str) -> StaticFile:
+    return StaticFile(body, media_type, '"' + hashlib.sha256(body).hexdigest()[:32] + '"')
+
+
 def _load(entries: Iterable[Traversable]) -> dict[str, StaticFile]:
     files: dict[str, StaticFile] = {}
     for entry in entries:
         suffix = entry.name[entry.name.rfind(".") :]
         if entry.is_file() and suffix in _MEDIA_TYPES:
-            body = entry.read_bytes()
-            etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
-            files[entry.name] = StaticFile(body, _MEDIA_TYPES[suffix], etag)
+            files[entry.name] = _static(entry.read_bytes(), _MEDIA_TYPES[suffix])
     return files
+
+
+def vocabulary_module() -> bytes:
+    """An ES module of the vocabulary: ``FILTERS`` (name, kind, label, description,
+    maximum, alias), ``STATUSES`` and ``LIMITS``, as JSON literals."""
+    exports = {
+        "FILTERS": [
+            {
+                "name": f.name,
+                "kind": f.kind,
+                "label": f.label,
+                "description": f.description,
+                "maximum": f.maximum,
+                "alias": f.alias,
+            }
+            for f in vocabulary.FILTERS
+        ],
+        "STATUSES": list(vocabulary.STATUSES),
+        "LIMITS": {
+            "listPageMax": vocabulary.LIST_PAGE_MAX,
+            "listPageDefault": vocabulary.LIST_PAGE_DEFAULT,
+            "filesPageMax": vocabulary.FILES_PAGE_MAX,
+            "filesPerRequest": vocabulary.MAX_FILES_PER_REQUEST,
+            "filesPerTraceset": vocabulary.MAX_FILES_PER_TRACESET,
+            "maxRankCount": vocabulary.MAX_RANK_COUNT,
+            "maxMetadataBytes": vocabulary.MAX_METADATA_BYTES,
+        },
+    }
+    lines = ["// Rendered by the service from tracesets.vocabulary: do not edit."]
+    lines += [
+        f"export const {name} = {orjson.dumps(value).decode()};" for name, value in exports.items()
+    ]
+    return ("\n".join(lines) + "\n").encode()
 
 
 STATIC: Final = _load((resources.files(__package__) / "static").iterdir())
@@ -64,6 +104,9 @@ STATIC: Final = _load((resources.files(__package__) / "static").iterdir())
 SWAGGER_UI: Final = _load(
     swagger_ui_path / name for name in ("swagger-ui-bundle.js", "swagger-ui.css")
 )
+
+#: Rendered, not shipped: served beside ``STATIC`` under /static/.
+RENDERED: Final = {"vocabulary.js": _static(vocabulary_module(), _MEDIA_TYPES[".js"])}
 
 router = APIRouter(include_in_schema=False)
 
@@ -91,6 +134,11 @@ async def api_docs(request: Request) -> Response:
 @router.api_route("/static/swagger-ui/{name}", methods=["GET", "HEAD"])
 async def swagger_ui_file(request: Request, name: str) -> Response:
     return _serve(request, name, SWAGGER_UI)
+
+
+@router.api_route("/static/vocabulary.js", methods=["GET", "HEAD"])
+async def vocabulary_file(request: Request) -> Response:
+    return _serve(request, "vocabulary.js", RENDERED)
 
 
 @router.api_route("/static/{name}", methods=["GET", "HEAD"])
