@@ -12,8 +12,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import Connection, bindparam, delete, func, insert, literal, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Select,
+    bindparam,
+    delete,
+    func,
+    insert,
+    literal,
+    select,
+    update,
+)
 
 from tracesets.db.tables import files, inspection_files, inspections, tracesets
 
@@ -33,20 +45,8 @@ class Claim:
     sha256: str | None
 
 
-def claim_files(
-    conn: Connection,
-    *,
-    owner: str,
-    now: datetime,
-    lease_until: datetime,
-    max_files: int,
-    max_bytes: int,
-) -> list[Claim]:
-    """Take files to inspect: pending ones, or ones whose lease ran out (their process
-    died). The oldest traceset's files come first, so every process works on it; up to
-    ``max_files`` of them while they add up to ``max_bytes`` (always at least one), so
-    that small files do not each cost a transaction and a large one is claimed alone."""
-    candidates = (
+def _candidates(conn: Connection, where: ColumnElement[bool], limit: int) -> Select[Any]:
+    query = (
         select(
             inspection_files.c.traceset_seq,
             inspection_files.c.idx,
@@ -62,18 +62,40 @@ def claim_files(
             & (files.c.idx == inspection_files.c.idx),
         )
         .join(tracesets, tracesets.c.seq == inspection_files.c.traceset_seq)
-        .where(
-            (inspection_files.c.status == "pending")
-            | ((inspection_files.c.status == "running") & (inspection_files.c.lease_until < now))
-        )
+        .where(where)
         .order_by(inspection_files.c.traceset_seq, inspection_files.c.idx)
-        .limit(max_files)
+        .limit(limit)
     )
     if conn.dialect.name != "sqlite":
-        candidates = candidates.with_for_update(skip_locked=True, of=inspection_files)
+        query = query.with_for_update(skip_locked=True, of=inspection_files)
+    return query
+
+
+def claim_files(
+    conn: Connection,
+    *,
+    owner: str,
+    now: datetime,
+    lease_until: datetime,
+    max_files: int,
+    max_bytes: int,
+) -> list[Claim]:
+    """Take files to inspect: ones whose lease ran out (their process died) first, then
+    pending ones, the oldest traceset's first, so every process works on it; up to
+    ``max_files`` of them while they add up to ``max_bytes`` (always at least one), so
+    that small files do not each cost a transaction and a large one is claimed alone.
+
+    Each kind is its own lookup of the status index: the rows of finished inspections,
+    kept as their record, are never scanned.
+    """
+    lapsed = (inspection_files.c.status == "running") & (inspection_files.c.lease_until < now)
+    rows = list(conn.execute(_candidates(conn, lapsed, max_files)))
+    if len(rows) < max_files:
+        pending = inspection_files.c.status == "pending"
+        rows += conn.execute(_candidates(conn, pending, max_files - len(rows)))
     taken: list[Claim] = []
     total = 0
-    for row in conn.execute(candidates):
+    for row in rows:
         total += row.size
         if taken and total > max_bytes:
             break
