@@ -13,6 +13,7 @@ import pytest
 from tracesets.db.engine import Database, sqlite_url
 from tracesets.problems import Conflict
 from tracesets.service.catalog import TracesetService
+from tracesets.storage.base import Checked
 from tracesets.storage.local import LocalBlobStore
 from tracesets.storage.signing import URLSigner
 
@@ -26,10 +27,11 @@ class ArrivedStore(LocalBlobStore):
 
     def finish_upload(
         self, key: str, *, size: int, sha256: str | None, upload_id: str | None
-    ) -> str:
+    ) -> Checked:
         while self.during_check:
             self.during_check.pop()()
-        return sha256 or hashlib.sha256(b"").hexdigest()
+        digest = sha256 or hashlib.sha256(b"").hexdigest()
+        return Checked(digest, "sha256", digest)
 
 
 def body(*names: str) -> bytes:

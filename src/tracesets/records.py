@@ -21,6 +21,8 @@ class StoredFile:
     received: bool
     upload_id: str | None = None
     part_size: int | None = None
+    checked_by: str | None = None  # how complete found it whole (storage.base.Checked)
+    checked_checksum: str | None = None
 
     @property
     def expected_sha256(self) -> str | None:

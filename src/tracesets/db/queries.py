@@ -185,6 +185,8 @@ def _stored_file(row: Row[Any]) -> StoredFile:
         received=bool(row.received),
         upload_id=row.upload_id,
         part_size=row.part_size,
+        checked_by=row.checked_by,
+        checked_checksum=row.checked_checksum,
     )
 
 
@@ -484,6 +486,15 @@ def mark_received(conn: Connection, *, seq: int, idx: int, sha256: str, now: dat
         update(files)
         .where(files.c.traceset_seq == seq, files.c.idx == idx)
         .values(received=True, sha256=sha256, received_at=now)
+    )
+
+
+def record_check(conn: Connection, *, seq: int, idx: int, by: str, checksum: str) -> None:
+    """How ``complete`` found the file whole (``storage.base.Checked``)."""
+    conn.execute(
+        update(files)
+        .where(files.c.traceset_seq == seq, files.c.idx == idx)
+        .values(checked_by=by, checked_checksum=checksum)
     )
 
 

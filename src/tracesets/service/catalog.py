@@ -31,7 +31,7 @@ from tracesets.jsontext import JsonValue
 from tracesets.problems import Conflict, InvalidRequest, NotFound, Problem, Unprocessable
 from tracesets.records import ListedTraceset, StoredFile, Traceset
 from tracesets.service.inspections import inspection_warnings
-from tracesets.storage.base import BlobStore, UploadIncomplete, UploadPlan
+from tracesets.storage.base import BlobStore, Checked, UploadIncomplete, UploadPlan
 from tracesets.uploadrequest import (
     FileSpec,
     PartDigests,
@@ -525,9 +525,9 @@ class TracesetService:
             ]
         )
 
-    def _finished(self, traceset: Traceset) -> dict[int, str]:
-        """Each file's digest as the store holds it; Conflict naming every file not whole."""
-        digests: dict[int, str] = {}
+    def _finished(self, traceset: Traceset) -> dict[int, Checked]:
+        """How the store found each file whole; Conflict naming every file not whole."""
+        digests: dict[int, Checked] = {}
         missing: list[Problem] = []
         for f in traceset.files:
             try:
@@ -544,7 +544,7 @@ class TracesetService:
         return digests
 
     def _mark_ready(
-        self, workspace: str, traceset_id: str, digests: dict[int, str]
+        self, workspace: str, traceset_id: str, digests: dict[int, Checked]
     ) -> Traceset | None:
         """Ready with ``digests``, in one transaction holding the traceset's row (a PUT
         takes it too); None if a file's recorded digest changed since they were read."""
@@ -566,10 +566,15 @@ class TracesetService:
                             for f in late
                         ]
                     )
-                if any(f.sha256 not in (None, digests[f.idx]) for f in current.files):
+                if any(f.sha256 not in (None, digests[f.idx].sha256) for f in current.files):
                     return None
-                for idx, digest in digests.items():
-                    queries.mark_received(conn, seq=current.seq, idx=idx, sha256=digest, now=now)
+                for idx, checked in digests.items():
+                    queries.mark_received(
+                        conn, seq=current.seq, idx=idx, sha256=checked.sha256, now=now
+                    )
+                    queries.record_check(
+                        conn, seq=current.seq, idx=idx, by=checked.by, checksum=checked.checksum
+                    )
                     queries.set_upload(
                         conn, seq=current.seq, idx=idx, upload_id=None, part_size=None
                     )
@@ -582,7 +587,8 @@ class TracesetService:
         if adopted:
             # After the commit: from now on no upload can become one of these files.
             self.store.drop_superseded(
-                traceset_id, {blob_key(traceset_id, idx): d for idx, d in digests.items()}
+                traceset_id,
+                {blob_key(traceset_id, idx): c.sha256 for idx, c in digests.items()},
             )
         if queued and self.on_inspection_queued is not None:
             self.on_inspection_queued()

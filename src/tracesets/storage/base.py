@@ -43,6 +43,22 @@ class UploadPlan:
     parts: list[PartTarget] | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Checked:
+    """How ``complete`` found a file's bytes to be the declared ones, kept with the file.
+
+    ``by`` says who vouched for them: ``sha256``, the service hashed every byte (as it
+    arrived, or reading the object back); ``s3-sha256``, S3's SHA-256 of the whole
+    object, checked by S3 at upload; ``s3-composite-sha256``, S3's composite checksum
+    (the SHA-256 of the parts' SHA-256, each checked by S3 at upload) equal to the one
+    of the declared parts. ``checksum`` is the value that vouched, as its source wrote it.
+    """
+
+    sha256: str
+    by: str
+    checksum: str
+
+
 class UploadIncomplete(Exception):
     """The file's bytes are not all in the store, or not the declared ones; says which."""
 
@@ -76,9 +92,9 @@ class BlobStore(Protocol):
 
     def finish_upload(
         self, key: str, *, size: int, sha256: str | None, upload_id: str | None
-    ) -> str:
-        """Check that ``key`` holds the declared bytes (size, and sha256 if given) and return
-        their sha256; raise UploadIncomplete naming what is missing or wrong."""
+    ) -> Checked:
+        """Check that ``key`` holds the declared bytes (size, and sha256 if given) and say
+        how (their sha256 with it); raise UploadIncomplete naming what is missing or wrong."""
         ...
 
     def arrived(

@@ -39,7 +39,7 @@ from typing import Final
 
 from tracesets.inspection.source import FileSource
 from tracesets.problems import InvalidRequest, Problem, ServiceUnavailable
-from tracesets.storage.base import UploadIncomplete, UploadPlan
+from tracesets.storage.base import Checked, UploadIncomplete, UploadPlan
 from tracesets.storage.signing import Method, URLSigner
 from tracesets.uploadrequest import PartDigests
 
@@ -254,12 +254,12 @@ class LocalBlobStore:
 
     def finish_upload(
         self, key: str, *, size: int, sha256: str | None, upload_id: str | None
-    ) -> str:
+    ) -> Checked:
         # receive() placed the file under its digest only after checking its size and
         # digest: what is left to know is whether the file the row names is there.
         if sha256 is None or self.size_of(key, sha256) != size:
             raise UploadIncomplete("has not been received")
-        return sha256
+        return Checked(sha256, "sha256", sha256)
 
     def download_url(self, key: str, *, filename: str, base_url: str) -> str:
         return self._signed_url("GET", key, self.download_ttl, base_url)[0]
