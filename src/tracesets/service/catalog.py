@@ -549,8 +549,10 @@ class TracesetService:
         """Ready with ``digests``, in one transaction holding the traceset's row (a PUT
         takes it too); None if a file's recorded digest changed since they were read."""
         now = _now()
-        queued = adopted = False
-        with self.db.write() as conn:
+
+        def ready_row(conn: Connection) -> tuple[Traceset | None, bool, bool]:
+            """The traceset after, whether its files were adopted, whether it was queued."""
+            queued = adopted = False
             current = queries.get_traceset(
                 conn, workspace=workspace, traceset_id=traceset_id, for_update=True
             )
@@ -567,7 +569,7 @@ class TracesetService:
                         ]
                     )
                 if any(f.sha256 not in (None, digests[f.idx].sha256) for f in current.files):
-                    return None
+                    return None, False, False
                 for idx, checked in digests.items():
                     queries.mark_received(
                         conn, seq=current.seq, idx=idx, sha256=checked.sha256, now=now
@@ -584,6 +586,12 @@ class TracesetService:
                     queries.queue_inspection(conn, seq=current.seq)
                     queued = True
             done = queries.get_traceset(conn, workspace=workspace, traceset_id=traceset_id)
+            assert done is not None
+            return done, adopted, queued
+
+        done, adopted, queued = self.db.write_soon(ready_row)  # committed with others' writes
+        if done is None:
+            return None
         if adopted:
             # After the commit: from now on no upload can become one of these files.
             self.store.drop_superseded(
@@ -592,7 +600,6 @@ class TracesetService:
             )
         if queued and self.on_inspection_queued is not None:
             self.on_inspection_queued()
-        assert done is not None
         return done
 
     # -- read, list -----------------------------------------------------------------------
@@ -654,7 +661,8 @@ class TracesetService:
         ]
         if unknown:
             raise InvalidRequest.of(unknown)
-        with self.db.write() as conn:
+
+        def promote_row(conn: Connection) -> tuple[Traceset, promotion.PromotionCheck]:
             traceset = queries.get_traceset(
                 conn, workspace=workspace, traceset_id=traceset_id, for_update=True
             )
@@ -685,7 +693,10 @@ class TracesetService:
                 raise InvalidRequest.of(check.problems)
             queries.promote(conn, seq=traceset.seq, workload_metadata=check.serialized, now=_now())
             promoted = queries.get_traceset(conn, workspace=workspace, traceset_id=traceset_id)
-        assert promoted is not None
+            assert promoted is not None
+            return promoted, check
+
+        promoted, check = self.db.write_soon(promote_row)  # committed with others' writes
         # What the traces say against the declaration informs rather than refuses:
         # many frameworks profile only some ranks.
         return promoted, [*check.warnings, *inspection_warnings(promoted)]

@@ -49,6 +49,7 @@ BLOB_ROUTE: Final = "/api/v1/blobs"
 _BLOCK: Final = 2 * 1024 * 1024
 _IOV_MAX: Final = max(16, os.sysconf("SC_IOV_MAX"))  # buffers one writev takes (1024 on Linux)
 _FADVISE: Final = hasattr(os, "posix_fadvise")  # not on macOS: there the kernel decides
+_SYNCERS: Final = 32  # uploads fsyncing at once; a thread each, asleep in the kernel
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +179,12 @@ class LocalBlobStore:
         # Two threads per upload in progress (hash, write); more uploads wait their turn.
         self._workers = concurrent.futures.ThreadPoolExecutor(
             max_workers=16, thread_name_prefix="blob-store"
+        )
+        # Threads that wait on fsync and nothing else, so many small uploads ending at
+        # once are on disk together (the filesystem joins their flushes into few journal
+        # commits) instead of queueing on the event loop's few default workers.
+        self._syncers = concurrent.futures.ThreadPoolExecutor(
+            max_workers=_SYNCERS, thread_name_prefix="blob-fsync"
         )
 
     def sweep_tmp(self, cutoff: float) -> int:
@@ -312,7 +319,8 @@ class LocalBlobStore:
             if key is None:
                 sink.discard()
             else:
-                await asyncio.to_thread(self._place, sink, key, digest)
+                placing = self._syncers.submit(self._place, sink, key, digest)
+                await _settle([placing])
             return Received(received, digest)
         except BaseException:
             sink.discard()
