@@ -214,7 +214,8 @@ def test_a_wrong_part_declaration_is_refused_naming_it(
 
 def test_a_file_sent_whole_is_checked_by_its_sha256(api: httpx.Client) -> None:
     """One PUT: S3 checked its signed SHA-256 and keeps it; on local files the service
-    hashed the bytes as they arrived. Either way the file's answer says which."""
+    hashed the bytes as they arrived. Either way the file's answer says which, and the
+    value is the file's own digest in the form of who vouched."""
     data = os.urandom(1024)
     sha256 = hashlib.sha256(data).hexdigest()
     entry = {"name": "whole.bin", "size": len(data), "role": "supporting", "sha256": sha256}
@@ -224,10 +225,8 @@ def test_a_file_sent_whole_is_checked_by_its_sha256(api: httpx.Client) -> None:
     done = api.post(f"/api/v1/tracesets/{created['tracesetId']}/complete")
     assert done.status_code == 200, done.text
     checked = done.json()["files"][0]["checked"]
-    if uses_s3():
-        assert checked == {
-            "by": "s3-sha256",
-            "checksum": base64.b64encode(bytes.fromhex(sha256)).decode(),
-        }
-    else:
-        assert checked == {"by": "sha256", "checksum": sha256}
+    by_s3 = {"by": "s3-sha256", "checksum": base64.b64encode(bytes.fromhex(sha256)).decode()}
+    by_service = {"by": "sha256", "checksum": sha256}
+    # S3 keeps the checked SHA-256 of an object sent whole; a store that keeps none (moto
+    # for presigned PUTs) has the service read the object back and hash it.
+    assert checked in ((by_s3, by_service) if uses_s3() else (by_service,))
