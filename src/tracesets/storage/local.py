@@ -45,8 +45,10 @@ from tracesets.uploadrequest import PartDigests
 
 BLOB_ROUTE: Final = "/api/v1/blobs"
 
-# Two blocks are held at a time; larger ones cost RSS and gained nothing measurable.
-_BLOCK: Final = 2 * 1024 * 1024
+# Two blocks are held at a time per upload: with 8 uploads at once, 2 MiB blocks took the
+# serving process from 75 to 113 MB of RSS, 512 KiB ones to 91 MB, at no measurable cost
+# to one upload's speed (a block is 8 socket reads; a hash and a write job each).
+_BLOCK: Final = 512 * 1024
 _IOV_MAX: Final = max(16, os.sysconf("SC_IOV_MAX"))  # buffers one writev takes (1024 on Linux)
 _FADVISE: Final = hasattr(os, "posix_fadvise")  # not on macOS: there the kernel decides
 _SYNCERS: Final = 32  # uploads fsyncing at once; a thread each, asleep in the kernel
