@@ -237,6 +237,7 @@ class TracesetFile(BaseModel):
     sha256: str | None = Field(description="Declared digest, or the digest of the bytes received.")
     received: bool
     checked: FileCheck | None = Field(
+        default=None,
         description="How complete found the file's bytes to be the declared ones; null "
         "before complete (and for files completed before the service recorded it)."
     )
