@@ -239,7 +239,7 @@ class TracesetFile(BaseModel):
     checked: FileCheck | None = Field(
         default=None,
         description="How complete found the file's bytes to be the declared ones; null "
-        "before complete (and for files completed before the service recorded it)."
+        "before complete (and for files completed before the service recorded it).",
     )
 
 
