@@ -10,6 +10,7 @@ expected, and any error, counts as an error. It prints throughput, p50/p99 per s
 the error count. Everything stays on loopback and is removed at the end.
 
     .venv/bin/python bench/load.py [--clients 200] [--seconds 30] [--file-kib 16]
+    .venv/bin/python bench/load.py --base-src DIR [--rounds N]   # against an earlier commit
     scripts/with-scaled-services .venv/bin/python bench/load.py
 """
 
@@ -21,6 +22,8 @@ import hashlib
 import json
 import os
 import secrets
+import ssl
+import statistics
 import tempfile
 import time
 from collections import defaultdict
@@ -81,11 +84,14 @@ class Tally:
 class Client:
     """One client: its own connections and token; runs the mix until ``until``."""
 
-    def __init__(self, url: str, token: str, tally: Tally, data: bytes, number: int) -> None:
+    def __init__(
+        self, url: str, token: str, tally: Tally, data: bytes, number: int, tls: ssl.SSLContext
+    ) -> None:
         self.api = httpx.AsyncClient(
-            base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=60
+            base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=60, verify=tls
         )
-        self.storage = httpx.AsyncClient(timeout=60)  # signed URLs: the service's or S3's
+        # Signed URLs: the service's or S3's.
+        self.storage = httpx.AsyncClient(timeout=60, verify=tls)
         self.tally = tally
         self.data = data
         self.number = number
@@ -152,8 +158,11 @@ async def drive(
     url: str, tokens: list[str], seconds: float, data: bytes
 ) -> tuple[Tally, int, float]:
     tally = Tally()
+    # One TLS context for all: each client building its own (loading the CA bundle) took
+    # a minute for 400 of them on a busy machine, all of it counted in the run before.
+    tls = ssl.create_default_context()
+    clients = [Client(url, token, tally, data, i, tls) for i, token in enumerate(tokens)]
     start = time.monotonic()
-    clients = [Client(url, token, tally, data, i) for i, token in enumerate(tokens)]
     rounds = await asyncio.gather(*(c.run(start + seconds) for c in clients))
     return tally, sum(rounds), time.monotonic() - start
 
@@ -210,19 +219,8 @@ def report(
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--clients", type=int, default=200)
-    parser.add_argument("--seconds", type=float, default=30.0)
-    parser.add_argument("--file-kib", type=int, default=16, help="size of each uploaded file")
-    parser.add_argument("--workers", type=int, default=1, help="uvicorn workers of the service")
-    parser.add_argument("--json", type=Path, help="also write the figures here")
-    args = parser.parse_args()
-
-    env = backend_env()
-    backends = "PostgreSQL + S3" if env else "SQLite + local files"
-    if "DATABASE_URL" in env and "TRACESETS_STORAGE_URL" not in env:
-        backends = "PostgreSQL + local files"
+def run_once(args: argparse.Namespace, env: dict[str, str], backends: str) -> dict[str, Any]:
+    """One fresh service, ``args.clients`` clients for ``args.seconds``; its figures."""
     with tempfile.TemporaryDirectory(prefix="tracesets-load-") as scratch:
         workdir = Path(scratch)
         port = free_port()
@@ -242,14 +240,59 @@ def main() -> None:
             tally, rounds, elapsed = asyncio.run(drive(url, tokens, args.seconds, data))
             service_cpu = cpu_seconds(service.pid) - service_cpu
             own_cpu = cpu_seconds(os.getpid()) - own_cpu
-        figures = report(tally, rounds, elapsed, args.clients, backends)
+    figures = report(tally, rounds, elapsed, args.clients, backends)
+    print(
+        f"CPU: service {service_cpu / elapsed:.0%} of a core, these clients "
+        f"{own_cpu / elapsed:.0%} ({os.cpu_count()} cores in all)"
+    )
+    figures["cpu"] = {"service": service_cpu / elapsed, "clients": own_cpu / elapsed}
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clients", type=int, default=200)
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--file-kib", type=int, default=16, help="size of each uploaded file")
+    parser.add_argument("--workers", type=int, default=1, help="uvicorn workers of the service")
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument(
+        "--base-src",
+        type=Path,
+        help="also run the service of this source folder (an earlier commit's src, e.g. from "
+        "git archive), alternating with this one",
+    )
+    parser.add_argument("--rounds", type=int, default=1, help="runs of each service")
+    args = parser.parse_args()
+
+    env = backend_env()
+    backends = "PostgreSQL + S3" if env else "SQLite + local files"
+    if "DATABASE_URL" in env and "TRACESETS_STORAGE_URL" not in env:
+        backends = "PostgreSQL + local files"
+    services = {"this": env}
+    if args.base_src is not None:
+        services = {"base": {**env, "PYTHONPATH": str(args.base_src.resolve())}, "this": env}
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in services}
+    for round_ in range(1, args.rounds + 1):
+        for name, service_env in services.items():
+            print(f"\n== round {round_}, {name} service", flush=True)
+            runs[name].append(run_once(args, service_env, backends))
+    print()
+    for name, figures in runs.items():
+        rates = [f["requests_per_second"] for f in figures]
+        worst_p99 = max(max(s["p99_ms"] for s in f["steps"].values()) for f in figures)
+        errors = sum(f["errors"] for f in figures)
         print(
-            f"CPU: service {service_cpu / elapsed:.0%} of a core, these clients "
-            f"{own_cpu / elapsed:.0%} ({os.cpu_count()} cores in all)"
+            f"{name:<5} requests/s median {statistics.median(rates):7.1f} "
+            f"(runs {', '.join(f'{r:.0f}' for r in rates)}), worst step p99 "
+            f"{worst_p99:.0f} ms, errors {errors}"
         )
-        figures["cpu"] = {"service": service_cpu / elapsed, "clients": own_cpu / elapsed}
-        if args.json:
-            args.json.write_text(json.dumps(figures, indent=2))
+    if "base" in runs:
+        this = statistics.median(f["requests_per_second"] for f in runs["this"])
+        base = statistics.median(f["requests_per_second"] for f in runs["base"])
+        print(f"ratio this/base: {this / base:.2f}")
+    if args.json:
+        args.json.write_text(json.dumps(runs, indent=2))
 
 
 if __name__ == "__main__":

@@ -164,7 +164,18 @@ class Runs:
         self.timeline = Timeline()
         self.timeline.relay = relay
         self.client = Client(base, TOKEN, timeout=600, transport=self.timeline)
+        self.base = base
         self.s3 = s3_client()
+
+    def checked(self, traceset_id: str) -> str:
+        """What the service recorded as vouching for the file's bytes at complete."""
+        answer = httpx.get(
+            f"{self.base}/api/v1/tracesets/{traceset_id}",
+            headers={"Authorization": f"Bearer {TOKEN}"},
+            timeout=60,
+        ).json()
+        checked = answer["files"][0]["checked"]
+        return f"checked by {checked['by']} {checked['checksum']}" if checked else "not checked"
 
     def plan(self) -> tuple[str, list[dict[str, Any]], int]:
         """A fresh upload-url answer's traceset id, parts and part size (cut the part files)."""
@@ -197,6 +208,7 @@ class Runs:
         phases["complete read"] = self.timeline.complete_read[-1]
         if traceset.status != "ready":
             raise RuntimeError(f"the client's traceset is {traceset.status}, not ready")
+        print(f"    {self.checked(traceset.id)}", flush=True)
         self.client.delete_traceset(traceset.id)
         return phases
 
@@ -216,6 +228,7 @@ class Runs:
         if self.client.complete(traceset_id).status != "ready":
             raise RuntimeError("the service did not complete curl's traceset")
         completed = time.perf_counter() - started
+        print(f"    {self.checked(traceset_id)}", flush=True)
         self.client.delete_traceset(traceset_id)
         return took, completed, self.timeline.complete_read[-1]
 

@@ -10,8 +10,10 @@ from pathlib import Path
 import orjson
 import pytest
 
+from tracesets.api.blobs import BLOB_ROUTE
 from tracesets.db.engine import Database, sqlite_url
 from tracesets.problems import Conflict
+from tracesets.records import Checked
 from tracesets.service.catalog import TracesetService
 from tracesets.storage.local import LocalBlobStore
 from tracesets.storage.signing import URLSigner
@@ -26,10 +28,11 @@ class ArrivedStore(LocalBlobStore):
 
     def finish_upload(
         self, key: str, *, size: int, sha256: str | None, upload_id: str | None
-    ) -> str:
+    ) -> Checked:
         while self.during_check:
             self.during_check.pop()()
-        return sha256 or hashlib.sha256(b"").hexdigest()
+        digest = sha256 or hashlib.sha256(b"").hexdigest()
+        return Checked(digest, "sha256", digest)
 
 
 def body(*names: str) -> bytes:
@@ -41,7 +44,7 @@ def body(*names: str) -> bytes:
 def service(tmp_path: Path) -> TracesetService:
     db = Database(sqlite_url(tmp_path))
     db.migrate()
-    store = ArrivedStore(tmp_path / "files", URLSigner(b"s" * 32))
+    store = ArrivedStore(tmp_path / "files", URLSigner(b"s" * 32), url_path=BLOB_ROUTE)
     store.during_check = []
     return TracesetService(db, store)
 

@@ -19,6 +19,8 @@ class StoredFile:
     received: bool
     upload_id: str | None = None
     part_size: int | None = None
+    checked_by: str | None = None  # how complete found it whole (storage.base.Checked)
+    checked_checksum: str | None = None
 
     @property
     def expected_sha256(self) -> str | None:
@@ -97,3 +99,19 @@ class Traceset(TracesetHead):
 
     def file_at(self, idx: int) -> StoredFile | None:
         return self.files[idx] if 0 <= idx < len(self.files) else None
+
+
+@dataclass(frozen=True, slots=True)
+class Checked:
+    """How ``complete`` found a file's bytes to be the declared ones, kept with the file.
+
+    ``by`` says who vouched for them: ``sha256``, the service hashed every byte (as it
+    arrived, or reading the object back); ``s3-sha256``, S3's SHA-256 of the whole
+    object, checked by S3 at upload; ``s3-composite-sha256``, S3's composite checksum
+    (the SHA-256 of the parts' SHA-256, each checked by S3 at upload) equal to the one
+    of the declared parts. ``checksum`` is the value that vouched, as its source wrote it.
+    """
+
+    sha256: str
+    by: str
+    checksum: str

@@ -225,12 +225,31 @@ class UploadStatus(BaseModel):
     )
 
 
+class FileCheck(BaseModel):
+    by: Literal["sha256", "s3-sha256", "s3-composite-sha256"] = Field(
+        description="sha256: the service hashed every byte (as they arrived, or reading the "
+        "object back). s3-sha256: S3's SHA-256 of the whole object, which S3 checked at "
+        "upload. s3-composite-sha256: S3's composite checksum (the SHA-256 of the parts' "
+        "SHA-256, each part checked by S3 against its declared digest) equal to the declared "
+        "parts'; the whole file's sha256 is then the client's declaration."
+    )
+    checksum: str = Field(
+        description="The value that vouched, as its source writes it: 64 hex digits for "
+        "sha256, S3's base64 (with -N, the part count, for a composite) otherwise."
+    )
+
+
 class TracesetFile(BaseModel):
     name: str
     size: int
     role: Literal["primary", "supporting"]
     sha256: str | None = Field(description="Declared digest, or the digest of the bytes received.")
     received: bool
+    checked: FileCheck | None = Field(
+        default=None,
+        description="How complete found the file's bytes to be the declared ones; null "
+        "before complete (and for files completed before the service recorded it).",
+    )
 
 
 class InspectedFile(BaseModel):

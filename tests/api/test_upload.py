@@ -74,13 +74,16 @@ def test_source_document_curl_example(server: ServerProcess, tmp_path: Any) -> N
         f"{server.url}/api/v1/tracesets/{answer['tracesetId']}", headers=headers, timeout=60
     ).json()
     assert got["rankCountDerived"] == 256
+    digest = hashlib.sha256(data.read_bytes()).hexdigest()
     assert got["files"] == [
         {
             "name": "traces.zip",
             "size": 1048576,
             "role": "primary",
-            "sha256": hashlib.sha256(data.read_bytes()).hexdigest(),
+            "sha256": digest,
             "received": True,
+            # No digest declared: the service hashed the bytes (as they came, or read back).
+            "checked": {"by": "sha256", "checksum": digest},
         }
     ]
 

@@ -42,16 +42,15 @@ async def get_service(request: Request) -> TracesetService:
 Service = Annotated[TracesetService, Depends(get_service)]
 
 
-async def current_caller(
-    request: Request,
-    service: Service,
-    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
-) -> tokens.Caller:
+async def authenticate(request: Request) -> tokens.Caller:
+    """The caller of the request's bearer token, within its rate limit; 401 or 429 else."""
+    credentials = await _bearer(request)
     if credentials is None:
         raise Unauthorized.of(
             [Problem("Authorization", None, "Send a token as Authorization: Bearer <token>")]
         )
     token = credentials.credentials
+    service: TracesetService = request.app.state.service
     if service.reads_inline:
         caller = service.authenticate(token)
     else:
@@ -81,17 +80,30 @@ async def current_caller(
     return caller
 
 
+async def current_caller(
+    request: Request,
+    _credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> tokens.Caller:
+    """``authenticate`` as a dependency; the bearer parameter puts the scheme in the description."""
+    return await authenticate(request)
+
+
 #: The caller itself, for a route whose answer depends on its scopes.
 Caller = Annotated[tokens.Caller, Depends(current_caller)]
 
 
+def workspace_of(caller: tokens.Caller, scope: str) -> str:
+    """The caller's workspace, if its token has ``scope``; 403 else."""
+    if scope not in caller.scopes:
+        raise Forbidden.of(
+            [Problem("Authorization", None, f"This token does not have the {scope} scope")]
+        )
+    return caller.workspace
+
+
 def _scoped(scope: str) -> Callable[[tokens.Caller], Awaitable[str]]:
     async def workspace(caller: Annotated[tokens.Caller, Depends(current_caller)]) -> str:
-        if scope not in caller.scopes:
-            raise Forbidden.of(
-                [Problem("Authorization", None, f"This token does not have the {scope} scope")]
-            )
-        return caller.workspace
+        return workspace_of(caller, scope)
 
     return workspace
 

@@ -84,6 +84,11 @@ def _file(f: StoredFile) -> bytes:
             "role": f.role,
             "sha256": f.sha256 or f.sha256_declared,
             "received": f.received,
+            "checked": (
+                {"by": f.checked_by, "checksum": f.checked_checksum}
+                if f.checked_by is not None
+                else None
+            ),
         }
     )
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from functools import partial
-from typing import Annotated
+from typing import Annotated, Final
 
 import orjson
 from fastapi import APIRouter, Depends, Header, Query, Response
@@ -55,6 +55,15 @@ FilesLimit = Annotated[
     int, Query(ge=1, le=render.FILES_PAGE_LIMIT, description="Most files a page, 1 to 1,000.")
 ]
 TracesetId = Annotated[str, Depends(_traceset_id)]
+#: upload-url's header: read by FastAPI for the description, by api.upload_url to serve.
+IDEMPOTENCY_KEY: Final = Header(
+    min_length=1,
+    max_length=255,
+    pattern=r"^[\x21-\x7e]+$",
+    description="Retries with the same key and body within 24 hours answer the traceset "
+    "the first request made, with fresh URLs; the same key with another body is 422.",
+)
+IdempotencyKey = Annotated[str | None, IDEMPOTENCY_KEY]
 
 
 @router.post(
@@ -69,25 +78,10 @@ TracesetId = Annotated[str, Depends(_traceset_id)]
     openapi_extra=json_body("UploadUrlRequest"),
 )
 async def request_upload_urls(
-    service: Service,
-    workspace: WriteWorkspace,
-    body: Body,
-    base: BaseURL,
-    idempotency_key: Annotated[
-        str | None,
-        Header(
-            min_length=1,
-            max_length=255,
-            pattern=r"^[\x21-\x7e]+$",
-            description="Retries with the same key and body within 24 hours answer the traceset "
-            "the first request made, with fresh URLs; the same key with another body is 422.",
-        ),
-    ] = None,
-) -> Response:
-    traceset, uploads = await run_in_threadpool(
-        service.create_upload, workspace, body, base, idempotency_key
-    )
-    return render.json_response(render.upload_targets(traceset.id, uploads), 201)
+    workspace: WriteWorkspace, idempotency_key: IdempotencyKey = None
+) -> None:
+    """The route's parameters, as the description shows them. ``api.upload_url`` serves
+    it, matched ahead of this declaration (``HotRoute``), without FastAPI's request handling."""
 
 
 @router.get(

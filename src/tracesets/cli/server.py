@@ -96,9 +96,8 @@ def serve(
     ] = 1,
 ) -> None:
     """Start the service (SQLite and a local folder unless DATABASE_URL says otherwise)."""
-    import uvicorn
-
     from tracesets.api.connections import connection_budget, raise_descriptor_limit
+    from tracesets.api.serving import serve_instead
     from tracesets.service import tokens
 
     settings = _settings(data_dir)
@@ -114,17 +113,7 @@ def serve(
     db.dispose()
     print(_banner(settings, host, port, token, os.environ.get("PATH")), flush=True)
     os.environ["TRACESETS_DATA_DIR"] = str(settings.data_dir)
-    uvicorn.run(
-        "tracesets.api.app:create_app",
-        factory=True,
-        host=host,
-        port=port,
-        workers=workers,
-        log_level="info",
-        timeout_graceful_shutdown=30,
-        http="tracesets.api.connections:GuardedHttpToolsProtocol",
-        limit_concurrency=requests_at_once,
-    )
+    serve_instead(host, port, workers, requests_at_once)
 
 
 def token_create(

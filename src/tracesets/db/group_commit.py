@@ -35,10 +35,15 @@ class GroupCommit:
 
     def run(self, work: Callable[[Connection], T]) -> T:
         """Run ``work`` in a write transaction shared with others; return once committed."""
+        return self.submit(work).result()
+
+    def submit(self, work: Callable[[Connection], T]) -> Future[T]:
+        """Queue ``work``; the future holds its result once committed. A future cancelled
+        before its batch starts is skipped: its work never runs."""
         done: Future[T] = Future()
         self._queue.put((work, done))
         self._ensure_thread()
-        return done.result()
+        return done
 
     def _ensure_thread(self) -> None:
         if self._thread is not None:
@@ -60,6 +65,9 @@ class GroupCommit:
 
     def _commit(self, batch: list[tuple[Callable[[Connection], Any], Future[Any]]]) -> None:
         outcomes: list[tuple[Future[Any], Any, BaseException | None]] = []
+        batch = [(work, done) for work, done in batch if done.set_running_or_notify_cancel()]
+        if not batch:
+            return
         try:
             with self._transaction() as conn:
                 for work, done in batch:

@@ -27,6 +27,7 @@ from sqlalchemy import (
 
 from tracesets.db.tables import files, idempotency_keys, inspection_ranks, inspections, tracesets
 from tracesets.records import (
+    Checked,
     FileSummary,
     InspectionRecord,
     ListedTraceset,
@@ -185,6 +186,8 @@ def _stored_file(row: Row[Any]) -> StoredFile:
         received=bool(row.received),
         upload_id=row.upload_id,
         part_size=row.part_size,
+        checked_by=row.checked_by,
+        checked_checksum=row.checked_checksum,
     )
 
 
@@ -507,6 +510,8 @@ _MARK_RECEIVED = (
         received=True,
         sha256=bindparam("b_sha256"),
         received_at=bindparam("b_now"),
+        checked_by=bindparam("b_by"),
+        checked_checksum=bindparam("b_checksum"),
         upload_id=None,
         part_size=None,
     )
@@ -514,16 +519,24 @@ _MARK_RECEIVED = (
 
 
 def mark_all_received(
-    conn: Connection, *, seq: int, digests: Mapping[int, str], now: datetime
+    conn: Connection, *, seq: int, checked: Mapping[int, Checked], now: datetime
 ) -> None:
-    """Record every file of ``digests`` (index → sha256) as received, its upload finished:
-    one statement run for all of them (an executemany), not one round trip a file."""
-    if digests:
+    """Record every file of ``checked`` (index → how its bytes were found whole) as
+    received, its upload finished: one statement run for all of them (an executemany),
+    not one round trip a file."""
+    if checked:
         conn.execute(
             _MARK_RECEIVED,
             [
-                {"b_seq": seq, "b_idx": idx, "b_sha256": digest, "b_now": now}
-                for idx, digest in digests.items()
+                {
+                    "b_seq": seq,
+                    "b_idx": idx,
+                    "b_sha256": check.sha256,
+                    "b_now": now,
+                    "b_by": check.by,
+                    "b_checksum": check.checksum,
+                }
+                for idx, check in checked.items()
             ],
         )
 

@@ -86,6 +86,9 @@ files = Table(
     Column("received_at", DateTime(timezone=True), nullable=True),
     Column("upload_id", String(1024), nullable=True),  # the store's multipart upload
     Column("part_size", BigInteger, nullable=True),
+    # How complete found the file whole (storage.base.Checked): who vouched, and the value.
+    Column("checked_by", String(32), nullable=True),
+    Column("checked_checksum", String(128), nullable=True),
 )
 
 inspections = Table(

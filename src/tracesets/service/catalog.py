@@ -28,7 +28,7 @@ from tracesets.db import queries
 from tracesets.db.engine import Database
 from tracesets.jsontext import JsonValue
 from tracesets.problems import Conflict, InvalidRequest, NotFound, Problem, Unprocessable
-from tracesets.records import ListedTraceset, StoredFile, Traceset, TracesetHead
+from tracesets.records import Checked, ListedTraceset, StoredFile, Traceset, TracesetHead
 from tracesets.service import tokens
 from tracesets.service.inspections import inspection_warnings
 from tracesets.storage.base import BlobStore, UploadIncomplete, UploadPlan, blob_key
@@ -155,6 +155,18 @@ def _refuse_redeclared(specs: list[FileSpec], earlier: dict[str, StoredFile]) ->
         raise Conflict.of(conflicts)
 
 
+def _base64_sha256(hex_digest: str) -> str:
+    """A SHA-256 as S3 writes its checksums."""
+    return base64.b64encode(bytes.fromhex(hex_digest)).decode()
+
+
+def _targets(traceset: Traceset, plans: list[UploadPlan]) -> list[UploadTarget]:
+    return [
+        UploadTarget(f.name, f.role, plan, f.idx)
+        for f, plan in zip(traceset.files, plans, strict=True)
+    ]
+
+
 @dataclass(frozen=True, slots=True)
 class Limits:
     """What a traceset may hold (settings; the vocabulary's limits are the ceilings)."""
@@ -196,11 +208,7 @@ class TracesetService:
         With an Idempotency-Key, the same key and body within 24 hours answer the traceset
         the first request made (with fresh URLs); the same key with another body is 422.
         """
-        request = read_upload_request(
-            parse_body(body),
-            max_files=self.limits.files_per_request,
-            max_metadata_bytes=self.limits.max_metadata_bytes,
-        )
+        request = self._read_upload(body)
         body_sha256 = hashlib.sha256(body).hexdigest()
         if idempotency_key is not None:
             with self.db.read() as conn:
@@ -208,7 +216,56 @@ class TracesetService:
             if earlier is not None:
                 return earlier, self._resume(earlier, base_url)
         traceset_id = uuid.uuid4().hex
-        plans = [
+        plans = self._plans(traceset_id, request, base_url)
+        insert = self._inserter(
+            workspace, traceset_id, request, plans, body_sha256, idempotency_key
+        )
+        try:
+            try:
+                traceset = self.db.write_soon(insert)
+            except IntegrityError:
+                # Only the idempotency key can collide: the retry answers what the winner made.
+                if idempotency_key is None:
+                    raise
+                traceset = self.db.write_soon(insert)
+        except BaseException:
+            self._abort(traceset_id, plans)
+            raise
+        if traceset.id != traceset_id:  # a concurrent request with the same key won
+            self._abort(traceset_id, plans)
+            return traceset, self._resume(traceset, base_url)
+        return traceset, _targets(traceset, plans)
+
+    async def create_upload_on_loop(
+        self, workspace: str, body: bytes, base_url: str
+    ) -> tuple[Traceset, list[UploadTarget]]:
+        """``create_upload`` without an Idempotency-Key, for a caller on the event loop.
+
+        The checks run on the loop (tens of microseconds) and only the commit is awaited,
+        so a request costs no worker thread. Only for a store whose plans need no I/O
+        (local files: an HMAC each); S3's may start multipart uploads.
+        """
+        request = self._read_upload(body)
+        traceset_id = uuid.uuid4().hex
+        plans = self._plans(traceset_id, request, base_url)
+        body_sha256 = hashlib.sha256(body).hexdigest()
+        insert = self._inserter(workspace, traceset_id, request, plans, body_sha256, None)
+        try:
+            traceset = await self.db.write_async(insert)
+        except BaseException:
+            self._abort(traceset_id, plans)
+            raise
+        return traceset, _targets(traceset, plans)
+
+    def _read_upload(self, body: bytes) -> UploadRequest:
+        return read_upload_request(
+            parse_body(body),
+            max_files=self.limits.files_per_request,
+            max_metadata_bytes=self.limits.max_metadata_bytes,
+        )
+
+    def _plans(self, traceset_id: str, request: UploadRequest, base_url: str) -> list[UploadPlan]:
+        return [
             self.store.plan_upload(
                 blob_key(traceset_id, idx),
                 size=f.size,
@@ -218,22 +275,8 @@ class TracesetService:
             )
             for idx, f in enumerate(request.files)
         ]
-        try:
-            traceset = self._insert(
-                workspace, traceset_id, request, plans, body_sha256, idempotency_key
-            )
-        except BaseException:
-            self._abort(traceset_id, plans)
-            raise
-        if traceset.id != traceset_id:  # a concurrent request with the same key won
-            self._abort(traceset_id, plans)
-            return traceset, self._resume(traceset, base_url)
-        return traceset, [
-            UploadTarget(f.name, f.role, plan, f.idx)
-            for f, plan in zip(traceset.files, plans, strict=True)
-        ]
 
-    def _insert(
+    def _inserter(
         self,
         workspace: str,
         traceset_id: str,
@@ -241,7 +284,9 @@ class TracesetService:
         plans: list[UploadPlan],
         body_sha256: str,
         idempotency_key: str | None,
-    ) -> Traceset:
+    ) -> Callable[[Connection], Traceset]:
+        """The write of a new traceset, for a (group-committed) write transaction."""
+
         def insert(conn: Connection) -> Traceset:
             if idempotency_key is not None:
                 earlier = self._earlier_answer(conn, workspace, idempotency_key, body_sha256)
@@ -267,13 +312,7 @@ class TracesetService:
                 )
             return traceset
 
-        try:
-            return self.db.write_soon(insert)
-        except IntegrityError:
-            # Only the idempotency key can collide: the retry answers what the winner made.
-            if idempotency_key is None:
-                raise
-            return self.db.write_soon(insert)
+        return insert
 
     def _abort(self, traceset_id: str, plans: list[UploadPlan]) -> None:
         for idx, plan in enumerate(plans):
@@ -517,16 +556,18 @@ class TracesetService:
             ]
         )
 
-    def _finished(self, traceset: Traceset) -> dict[int, str]:
-        """Each file's digest as the store holds it; Conflict naming every file not whole."""
-        digests: dict[int, str] = {}
+    def _finished(self, traceset: Traceset) -> dict[int, Checked]:
+        """How the store found each file whole; Conflict naming every file not whole."""
+        digests: dict[int, Checked] = {}
         missing: list[Problem] = []
         checked = self.store.checked_at_upload(traceset.id)
         for f in traceset.files:
             key = blob_key(traceset.id, f.idx)
             # Sent in one PUT (no upload id) whose URL signed the declared digest.
             if f.upload_id is None and f.sha256_declared and checked.get(key) == f.size:
-                digests[f.idx] = f.sha256_declared
+                digests[f.idx] = Checked(
+                    f.sha256_declared, "s3-sha256", _base64_sha256(f.sha256_declared)
+                )
                 continue
             try:
                 digests[f.idx] = self.store.finish_upload(
@@ -541,13 +582,15 @@ class TracesetService:
         return digests
 
     def _mark_ready(
-        self, workspace: str, traceset_id: str, digests: dict[int, str]
+        self, workspace: str, traceset_id: str, digests: dict[int, Checked]
     ) -> Traceset | None:
         """Ready with ``digests``, in one transaction holding the traceset's row (a PUT
         takes it too); None if a file's recorded digest changed since they were read."""
         now = _now()
-        queued = adopted = False
-        with self.db.write() as conn:
+
+        def ready_row(conn: Connection) -> tuple[Traceset | None, bool, bool]:
+            """The traceset after, whether its files were adopted, whether it was queued."""
+            queued = adopted = False
             current = queries.get_traceset(
                 conn, workspace=workspace, traceset_id=traceset_id, for_update=True
             )
@@ -563,9 +606,9 @@ class TracesetService:
                             for f in late
                         ]
                     )
-                if any(f.sha256 not in (None, digests[f.idx]) for f in current.files):
-                    return None
-                queries.mark_all_received(conn, seq=current.seq, digests=digests, now=now)
+                if any(f.sha256 not in (None, digests[f.idx].sha256) for f in current.files):
+                    return None, False, False
+                queries.mark_all_received(conn, seq=current.seq, checked=digests, now=now)
                 queries.set_status(conn, seq=current.seq, status="ready", now=now)
                 adopted = True
                 if any(f.role == "primary" for f in current.files):
@@ -574,14 +617,20 @@ class TracesetService:
             done = queries.get_traceset(
                 conn, workspace=workspace, traceset_id=traceset_id, files_limit=ANSWER_FILES
             )
+            assert done is not None
+            return done, adopted, queued
+
+        done, adopted, queued = self.db.write_soon(ready_row)  # committed with others' writes
+        if done is None:
+            return None
         if adopted:
             # After the commit: from now on no upload can become one of these files.
             self.store.drop_superseded(
-                traceset_id, {blob_key(traceset_id, idx): d for idx, d in digests.items()}
+                traceset_id,
+                {blob_key(traceset_id, idx): c.sha256 for idx, c in digests.items()},
             )
         if queued and self.on_inspection_queued is not None:
             self.on_inspection_queued()
-        assert done is not None
         return done
 
     # -- read, list -----------------------------------------------------------------------
@@ -653,7 +702,8 @@ class TracesetService:
         ]
         if unknown:
             raise InvalidRequest.of(unknown)
-        with self.db.write() as conn:
+
+        def promote_row(conn: Connection) -> tuple[Traceset, promotion.PromotionCheck]:
             traceset = queries.get_traceset(
                 conn, workspace=workspace, traceset_id=traceset_id, for_update=True
             )
@@ -686,7 +736,10 @@ class TracesetService:
             promoted = queries.get_traceset(
                 conn, workspace=workspace, traceset_id=traceset_id, files_limit=ANSWER_FILES
             )
-        assert promoted is not None
+            assert promoted is not None
+            return promoted, check
+
+        promoted, check = self.db.write_soon(promote_row)  # committed with others' writes
         # What the traces say against the declaration informs rather than refuses:
         # many frameworks profile only some ranks.
         return promoted, [*check.warnings, *inspection_warnings(promoted)]

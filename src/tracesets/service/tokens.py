@@ -102,11 +102,11 @@ def ensure(db: Database, token: str, *, workspace: str, name: str) -> bool:
 def authenticate(db: Database, token: str) -> Caller | None:
     """The caller a token stands for, or None for an unknown or revoked token."""
     digest = hash_token(token)
-    with db.read() as conn:
-        row = conn.execute(_CALLER, {"token_hash": digest}).one_or_none()
+    row = db.fetch_one(_CALLER, {"token_hash": digest})  # token_hash is unique: one row at most
     if row is None:
         return None
-    return Caller(row.workspace, frozenset(row.scopes.split()), digest)
+    workspace, scopes = row
+    return Caller(workspace, frozenset(scopes.split()), digest)
 
 
 def revoke(db: Database, *, token: str | None = None, token_id: int | None = None) -> bool:

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Protocol
 
 from tracesets.inspection.source import ByteSource
+from tracesets.records import Checked
 from tracesets.uploadrequest import PartDigests
 
 
@@ -81,9 +82,9 @@ class BlobStore(Protocol):
 
     def finish_upload(
         self, key: str, *, size: int, sha256: str | None, upload_id: str | None
-    ) -> str:
-        """Check that ``key`` holds the declared bytes (size, and sha256 if given) and return
-        their sha256; raise UploadIncomplete naming what is missing or wrong."""
+    ) -> Checked:
+        """Check that ``key`` holds the declared bytes (size, and sha256 if given) and say
+        how (their sha256 with it); raise UploadIncomplete naming what is missing or wrong."""
         ...
 
     def checked_at_upload(self, prefix: str) -> Mapping[str, int]:

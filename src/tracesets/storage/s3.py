@@ -38,6 +38,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
+from tracesets.records import Checked
 from tracesets.storage.base import PartTarget, UploadIncomplete, UploadPlan
 from tracesets.uploadrequest import PartDigests
 from tracesets.vocabulary import PLANNED_PARTS_MAX
@@ -370,7 +371,7 @@ class S3BlobStore:
 
     def finish_upload(
         self, key: str, *, size: int, sha256: str | None, upload_id: str | None
-    ) -> str:
+    ) -> Checked:
         digests = None
         if upload_id is not None and sha256 is not None:
             digests = self._load_digests(key)
@@ -396,17 +397,22 @@ class S3BlobStore:
             and head.get("ChecksumType") != "FULL_OBJECT"
         ):
             digests = self._load_digests(key)
+        checksum = str(head.get("ChecksumSHA256") or "")
         digest = self._parts_sha256(key, head, sha256, digests)
         how = f"S3's composite checksum of {len(digests.sha256) if digests else 0} declared parts"
-        if digest is None:
-            digest, how = self._stored_sha256(head), "S3's whole-object SHA-256"
-        if digest is None:
-            digest, how = self._read_sha256(key), f"reading its {size:,} bytes back"
+        checked = None if digest is None else Checked(digest, "s3-composite-sha256", checksum)
+        if checked is None and (digest := self._stored_sha256(head)) is not None:
+            checked, how = Checked(digest, "s3-sha256", checksum), "S3's whole-object SHA-256"
+        if checked is None:
+            digest = self._read_sha256(key)
+            checked, how = Checked(digest, "sha256", digest), f"reading its {size:,} bytes back"
         log.info("checked %s: size, and sha256 by %s", self._key(key), how)
-        if sha256 is not None and digest != sha256:
+        if sha256 is not None and checked.sha256 != sha256:
             self._delete_keys([self._key(key)])
-            raise UploadIncomplete(f"arrived with sha256 {digest}; it was declared with {sha256}")
-        return digest
+            raise UploadIncomplete(
+                f"arrived with sha256 {checked.sha256}; it was declared with {sha256}"
+            )
+        return checked
 
     def _complete_multipart(
         self, key: str, size: int, upload_id: str, digests: PartDigests | None
