@@ -206,7 +206,12 @@ def available() -> int:
 
 
 def in_child(
-    kind: str, target: Path, *, rss_limit: int | None = None, cpu_limit: float | None = None
+    kind: str,
+    target: Path,
+    *,
+    rss_limit: int | None = None,
+    cpu_limit: float | None = None,
+    wall_limit: float | None = None,
 ) -> dict[str, Any]:
     """One measurement in a fresh process, watched; what stopped it if it did not finish."""
     command = [sys.executable, __file__, "--child", kind, str(target)]
@@ -227,6 +232,8 @@ def in_child(
                     )
                 elif cpu_limit is not None and cpu > cpu_limit:
                     stopped = f"stopped after {cpu:.0f} s of CPU (the limit)"
+                elif wall_limit is not None and time.perf_counter() - started > wall_limit:
+                    stopped = f"stopped after {wall_limit:.0f} s of wall time (the limit)"
                 if stopped:
                     child.send_signal(signal.SIGKILL)
                     child.wait()
@@ -299,10 +306,14 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--no-hta", action="store_true")
     parser.add_argument("--hta-limit-gib", type=float, default=16.0)
     parser.add_argument("--hta-cpu-limit", type=float, default=4 * 3600.0)
+    parser.add_argument("--hta-wall-limit", type=float, default=8 * 3600.0)
+    parser.add_argument("--candidate-runs", type=int, default=5)
     parser.add_argument("--candidates-mib", type=int, default=256)
     parser.add_argument("--keep", type=Path, help="write (and keep) the traces here")
     parser.add_argument("--results", type=Path, help="write every run here (JSON)")
-    parser.add_argument("--reuse", type=Path, help="runs of an earlier --results file")
+    parser.add_argument(
+        "--reuse", type=Path, action="append", help="runs of an earlier --results file"
+    )
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     return parser.parse_args()
 
@@ -312,20 +323,23 @@ class Bench:
 
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
-        self.reuse: list[dict[str, Any]] = json.loads(args.reuse.read_text()) if args.reuse else []
+        self.reuse: list[dict[str, Any]] = [
+            run for path in args.reuse or () for run in json.loads(path.read_text())
+        ]
         self.recorded: list[dict[str, Any]] = []
 
     def measure(self, kind: str, mib: int, sha: str, target: Path, count: int) -> dict[str, Any]:
         args = self.args
         earlier = [r for r in self.reuse if r["kind"] == kind and r["sha256"] == sha]
         if earlier:
-            print(f"  ({kind}: {len(earlier)} runs from {args.reuse})", flush=True)
+            print(f"  ({kind}: {len(earlier)} runs recorded earlier)", flush=True)
             runs = [r["result"] for r in earlier]
         else:
             limits: dict[str, Any] = {}
             if kind == "hta":
                 limits = {"rss_limit": int(args.hta_limit_gib * GIB)}
                 limits["cpu_limit"] = args.hta_cpu_limit
+                limits["wall_limit"] = args.hta_wall_limit
             runs = []
             for _ in range(count):
                 runs.append(in_child(kind, target, **limits))
@@ -365,7 +379,8 @@ class Bench:
         if "candidates" in only and mib == args.candidates_mib:
             print(f"JSON streaming candidates on {size / MIB:,.1f} MiB", flush=True)
             for how in CANDIDATES:
-                print(line(how, size, self.measure(how, mib, sha, path, runs)), flush=True)
+                result = self.measure(how, mib, sha, path, args.candidate_runs)
+                print(line(how, size, result), flush=True)
 
 
 def main() -> None:

@@ -112,8 +112,9 @@ def sweep(records: Iterable[Record], last_step: float | None) -> GpuTime | None:
     """
     everything = last_step is None
     limit = math.inf if last_step is None else last_step
-    reach = [-math.inf] * KINDS
     by_mask = [0.0] * (1 << KINDS)
+    # each kind's reach, in locals (this loop runs once per GPU event)
+    comm = memory = compute = other = -math.inf
     count = 0
     first = now = group_start = group_end = reach_all = busy = 0.0
     for start, end, key, kind in records:
@@ -129,31 +130,42 @@ def sweep(records: Iterable[Record], last_step: float | None) -> GpuTime | None:
             elif end > group_end:
                 group_end = end
             reach_all = max(reach_all, end)
-            if start > now:
-                _run_kinds(reach, by_mask, now, start)
-                now = start
+            while now < start:  # the kinds running from now to start, as they end
+                mask, upto = 0, start
+                if comm > now:
+                    mask, upto = 1, min(upto, comm)
+                if memory > now:
+                    mask, upto = mask | 2, min(upto, memory)
+                if compute > now:
+                    mask, upto = mask | 4, min(upto, compute)
+                if other > now:
+                    mask, upto = mask | 8, min(upto, other)
+                by_mask[mask] += upto - now
+                now = upto
         count += 1
-        k = int(kind)
-        reach[k] = max(reach[k], end)
+        if kind == COMMUNICATION:
+            comm = max(comm, end)
+        elif kind == MEMORY:
+            memory = max(memory, end)
+        elif kind == COMPUTATION:
+            compute = max(compute, end)
+        else:
+            other = max(other, end)
     if count == 0:
         return None
-    _run_kinds(reach, by_mask, now, max(reach))
+    _run_kinds([comm, memory, compute, other], by_mask, now)
     busy += group_end - group_start
     return _breakdown(by_mask, group_end - first, busy, count)
 
 
-_BITS: Final = tuple(1 << kind for kind in range(KINDS))
-
-
-def _run_kinds(reach: list[float], by_mask: list[float], now: float, until: float) -> None:
-    """Add the time from ``now`` to ``until`` to the set of kinds running (bit mask)."""
-    while now < until:
-        mask, upto = 0, until
-        for bit, end in zip(_BITS, reach, strict=True):
-            if end > now:
-                mask |= bit
-                upto = min(upto, end)
-        by_mask[mask] += upto - now
+def _run_kinds(reach: list[float], by_mask: list[float], now: float) -> None:
+    """Add the time from ``now`` until every kind has ended to the kinds running."""
+    while True:
+        running = [(end, 1 << kind) for kind, end in enumerate(reach) if end > now]
+        if not running:
+            return
+        upto = min(end for end, _ in running)
+        by_mask[sum(bit for _, bit in running)] += upto - now
         now = upto
 
 

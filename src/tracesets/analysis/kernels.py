@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Final
 
@@ -41,8 +42,10 @@ class GpuEvents:
         self.window = WINDOW if window is None else window
         self._sizes = {"buffer": buffer, "fan_in": fan_in}
         self.records = SortedRecords(4, **self._sizes)  # (start, end, key, kind)
-        self.launches: dict[int, float] = {}  # correlation: earliest start, recent ones
-        self.waiting: dict[int, list[_Waiting]] = {}
+        # OrderedDict: a dict's oldest key is found by skipping the slots of the keys
+        # removed before it, so taking the oldest again and again would be quadratic.
+        self.launches: OrderedDict[int, float] = OrderedDict()  # correlation: earliest start
+        self.waiting: OrderedDict[int, list[_Waiting]] = OrderedDict()
         self.waiting_count = 0
         self.old_launches = SortedRecords(2, **self._sizes)  # (correlation, start)
         self.unmatched = SortedRecords(4, **self._sizes)  # (correlation, start, end, kind)
@@ -59,7 +62,9 @@ class GpuEvents:
 
     def add_gpu(self, name: str, start: float, end: float, correlation: int) -> None:
         """A GPU event; ``correlation`` -1 when it is kept by its own start."""
-        kind = self._kind(name)
+        kind = self._kinds.get(name)
+        if kind is None:
+            kind = self._kind(name)
         if correlation < 0:
             self.records.add((start, end, start, kind))
             return
@@ -70,8 +75,7 @@ class GpuEvents:
         self.waiting.setdefault(correlation, []).append((start, end, kind))
         self.waiting_count += 1
         if self.waiting_count > self.window:
-            oldest = next(iter(self.waiting))
-            self._unmatched(oldest, self.waiting.pop(oldest))
+            self._unmatched(*self.waiting.popitem(last=False))
 
     def _unmatched(self, correlation: int, events: list[_Waiting]) -> None:
         self.waiting_count -= len(events)
@@ -84,8 +88,7 @@ class GpuEvents:
         if launched is None:
             self.launches[correlation] = start
             if len(self.launches) > self.window:
-                oldest = next(iter(self.launches))
-                self.old_launches.add((oldest, self.launches.pop(oldest)))
+                self.old_launches.add(self.launches.popitem(last=False))
         elif start < launched:
             self.launches[correlation] = start
         waiting = self.waiting.pop(correlation, None)
@@ -99,7 +102,7 @@ class GpuEvents:
         recent = SortedRecords(2, **self._sizes)
         for correlation, start in self.launches.items():
             recent.add((correlation, start))
-        self.launches = {}
+        self.launches = OrderedDict()
         # sorted by (correlation, start): a correlation launched twice, earliest first
         return heapq.merge(iter(self.old_launches), iter(recent))
 
@@ -107,8 +110,8 @@ class GpuEvents:
         """Key the events that met no launch in the window: a merge join by correlation."""
         for waited, events in list(self.waiting.items()):
             self._unmatched(waited, events)
-        self.waiting = {}
-        if not self.unmatched.added:
+        self.waiting = OrderedDict()
+        if not self.unmatched:
             self.old_launches.close()
             return
         launches = self._all_launches()

@@ -44,16 +44,19 @@ class SortedRecords:
             raise ValueError("a buffer of at least 1 record and a fan-in of at least 2")
         self.buffer: list[Record] = []
         self.runs: list[tuple[int, int]] = []  # (offset in the file, records)
-        self.added = 0
         self._fd: int | None = None
         self._closer: weakref.finalize[[int], SortedRecords] | None = None
         self._end = 0
 
     def add(self, record: Record) -> None:
-        self.added += 1
-        self.buffer.append(record)
-        if len(self.buffer) >= self.buffer_size:
+        buffer = self.buffer
+        buffer.append(record)
+        if len(buffer) >= self.buffer_size:
             self._write_run(self._sorted_buffer())
+
+    def __bool__(self) -> bool:
+        """Whether any record is held (the class has no ``__len__``: runs are not counted)."""
+        return bool(self.buffer or self.runs)
 
     def _sorted_buffer(self) -> list[Record]:
         buffer, self.buffer = self.buffer, []
