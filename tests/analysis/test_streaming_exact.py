@@ -172,7 +172,7 @@ def gpu_traces(draw: st.DrawFn) -> list[dict[str, Any]]:
     return draw(st.permutations(events))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(events=gpu_traces(), window=st.integers(1, 4), buffer=st.integers(1, 5))
 def test_any_events_in_any_order(events: list[dict[str, Any]], window: int, buffer: int) -> None:
     streamed, exact = streamed_and_exact(
