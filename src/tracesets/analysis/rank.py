@@ -1,9 +1,10 @@
 """What one trace's events say about its rank: steps, GPU time, collectives.
 
 ``RankAccumulator.add_all`` sees each event once, in file order, and keeps only running
-figures: step durations (one number per ``ProfilerStep``), collective counts per process
-group, and the GPU intervals ``gpu`` needs (26 bytes per GPU event, bounded). Events
-that are not objects, or whose fields have the wrong types, are skipped, never fatal.
+figures: step durations (8 bytes per ``ProfilerStep``, up to ``MAX_STEPS``: their median
+needs them all), collective counts per process group, and ``gpu`` (``kernels``: the GPU
+events, in bounded memory). Events that are not objects, or whose fields have the wrong
+types, are skipped, never fatal.
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ import re
 import statistics
 from array import array
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
-from tracesets.analysis.gpu import DEVICE_SYNCS, GpuIntervals, GpuTime, hta_interval
+from tracesets.analysis.gpu import DEVICE_SYNCS, GpuTime, hta_interval
+from tracesets.analysis.kernels import GpuEvents
 from tracesets.inspection.distributed import parse_ranks, whole_number
 
 #: HTA's ``ProfilerStepGroupingPattern``.
@@ -104,15 +106,24 @@ def _correlation(args: dict[str, Any]) -> int:
     return -1
 
 
+class GpuSink(Protocol):
+    """Where the GPU events and launches go: ``GpuEvents``, or in tests a reference."""
+
+    def add_gpu(self, name: str, start: float, end: float, correlation: int) -> None: ...
+    def add_launch(self, start: float, correlation: int) -> None: ...
+    def time(self, last_step: float | None) -> GpuTime | None: ...
+
+
 class RankAccumulator:
     """Running figures of one trace, fed one event at a time."""
 
-    def __init__(self) -> None:
+    def __init__(self, gpu: GpuSink | None = None) -> None:
         self.events = 0
         self.step_durations = array("d")
-        self.step_names: set[str] = set()
+        self.first_step: str | None = None
+        self.two_steps = False  # two differently named steps: HTA's filter applies
         self.last_step: float | None = None
-        self.gpu = GpuIntervals()
+        self.gpu: GpuSink = GpuEvents() if gpu is None else gpu
         self.groups: dict[str, GroupCollectives] = {}
 
     def add_all(self, events: list[Any]) -> None:
@@ -162,9 +173,12 @@ class RankAccumulator:
             self._collective(args)
 
     def _step(self, name: str, ts: float, dur: float) -> None:
-        if len(self.step_names) < MAX_STEPS:
-            self.step_names.add(name)
+        if len(self.step_durations) < MAX_STEPS:
             self.step_durations.append(dur)
+        if self.first_step is None:
+            self.first_step = name
+        elif name != self.first_step:
+            self.two_steps = True
         if self.last_step is None or ts > self.last_step:
             self.last_step = ts
 
@@ -204,12 +218,8 @@ class RankAccumulator:
             max_us=durations[-1] if durations else None,
         )
         # HTA drops the GPU work of the last step only when there are two steps or more.
-        last_step = self.last_step if len(self.step_names) >= 2 else None
-        if self.gpu.too_many:
-            gpu = None
-            problem = problem or "too many GPU events for a breakdown of GPU time"
-        else:
-            gpu = self.gpu.time(last_step)
+        last_step = self.last_step if self.two_steps else None
+        gpu = self.gpu.time(last_step)
         return RankAnalysis(
             events=self.events,
             steps=steps,
