@@ -15,7 +15,8 @@ from tracesets.api import render
 from tracesets.inspection import FileFinding, summarize
 from tracesets.inspection.report import result_json
 from tracesets.records import InspectionRecord, StoredFile, Traceset
-from tracesets.service.catalog import UploadTarget, decode_cursor
+from tracesets.service.core import decode_cursor
+from tracesets.service.uploads import UploadTarget
 from tracesets.storage.base import PartTarget, UploadPlan
 
 BOUND = 8 * 1024 * 1024

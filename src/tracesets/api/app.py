@@ -39,7 +39,8 @@ from tracesets.problems import (
 )
 from tracesets.ratelimit import RateLimiter
 from tracesets.service import tokens
-from tracesets.service.catalog import Limits, TracesetService
+from tracesets.service.catalog import TracesetService
+from tracesets.service.core import Limits
 from tracesets.service.inspections import InspectionQueue
 from tracesets.service.stores import open_store
 from tracesets.service.transfers import LocalTransfers

@@ -20,13 +20,8 @@ from tracesets import jsontext
 from tracesets.inspection.report import empty_json
 from tracesets.problems import Problem, TracesetsError
 from tracesets.records import InspectionRecord, ListedTraceset, StoredFile, Traceset, TracesetHead
-from tracesets.service.catalog import (
-    Page,
-    UploadStatus,
-    UploadTarget,
-    encode_cursor,
-    encode_file_cursor,
-)
+from tracesets.service.core import Page, encode_cursor, encode_file_cursor
+from tracesets.service.uploads import UploadStatus, UploadTarget
 from tracesets.vocabulary import FILES_PAGE_MAX
 
 #: Most files in one page: the files route's largest ``limit``, and what GET embeds.

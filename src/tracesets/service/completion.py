@@ -1,0 +1,125 @@
+"""Completing an upload: every file checked whole, then the traceset made ready at once."""
+
+from __future__ import annotations
+
+import base64
+import logging
+
+from sqlalchemy import Connection
+
+from tracesets.db import queries
+from tracesets.problems import Conflict, Problem
+from tracesets.records import Checked, Traceset
+from tracesets.service.core import ANSWER_FILES, ServiceCore, not_found, utcnow
+from tracesets.storage.base import UploadIncomplete, blob_key
+
+#: Rounds of complete's check-then-commit while uploads keep replacing files.
+_COMPLETE_ATTEMPTS = 3
+
+
+def _base64_sha256(hex_digest: str) -> str:
+    """A SHA-256 as S3 writes its checksums."""
+    return base64.b64encode(bytes.fromhex(hex_digest)).decode()
+
+
+log = logging.getLogger("tracesets")
+
+
+class Completion(ServiceCore):
+    def complete(self, workspace: str, traceset_id: str) -> Traceset:
+        """Check every file in the store, then make the traceset ready with exactly the
+        bytes checked: if a file changed in between (a PUT landed), check again."""
+        for _ in range(_COMPLETE_ATTEMPTS):
+            traceset = self.get(workspace, traceset_id)
+            if traceset.status != "pending":
+                return traceset
+            done = self._mark_ready(workspace, traceset_id, self._finished(traceset))
+            if done is not None:
+                return done
+        raise Conflict.of(
+            [
+                Problem(
+                    "files",
+                    traceset_id,
+                    "Files kept arriving while the upload was being completed; complete it "
+                    "again once every upload has ended",
+                )
+            ]
+        )
+
+    def _finished(self, traceset: Traceset) -> dict[int, Checked]:
+        """How the store found each file whole; Conflict naming every file not whole."""
+        digests: dict[int, Checked] = {}
+        missing: list[Problem] = []
+        checked = self.store.checked_at_upload(traceset.id)
+        for f in traceset.files:
+            key = blob_key(traceset.id, f.idx)
+            # Sent in one PUT (no upload id) whose URL signed the declared digest.
+            if f.upload_id is None and f.sha256_declared and checked.get(key) == f.size:
+                digests[f.idx] = Checked(
+                    f.sha256_declared, "s3-sha256", _base64_sha256(f.sha256_declared)
+                )
+                continue
+            try:
+                digests[f.idx] = self.store.finish_upload(
+                    key, size=f.size, sha256=f.expected_sha256, upload_id=f.upload_id
+                )
+            except UploadIncomplete as why:
+                missing.append(Problem(f"files[{f.idx}]", f.name, f"{f.name} {why}"))
+        if missing:
+            raise Conflict.of(missing)
+        if checked:
+            log.info("checked %d files of %s from the store's listing", len(checked), traceset.id)
+        return digests
+
+    def _mark_ready(
+        self, workspace: str, traceset_id: str, digests: dict[int, Checked]
+    ) -> Traceset | None:
+        """Ready with ``digests``, in one transaction holding the traceset's row (a PUT
+        takes it too); None if a file's recorded digest changed since they were read."""
+        now = utcnow()
+
+        def ready_row(conn: Connection) -> tuple[Traceset | None, bool, bool]:
+            """The traceset after, whether its files were adopted, whether it was queued."""
+            queued = adopted = False
+            current = queries.get_traceset(
+                conn, workspace=workspace, traceset_id=traceset_id, for_update=True
+            )
+            if current is None:
+                raise not_found(traceset_id)
+            if current.status == "pending":
+                # Files declared while the others were being checked have not been.
+                late = [f for f in current.files if f.idx not in digests]
+                if late:
+                    raise Conflict.of(
+                        [
+                            Problem(f"files[{f.idx}]", f.name, f"{f.name} has not been received")
+                            for f in late
+                        ]
+                    )
+                if any(f.sha256 not in (None, digests[f.idx].sha256) for f in current.files):
+                    return None, False, False
+                queries.mark_all_received(conn, seq=current.seq, checked=digests, now=now)
+                queries.set_status(conn, seq=current.seq, status="ready", now=now)
+                adopted = True
+                if any(f.role == "primary" for f in current.files):
+                    queries.queue_inspection(conn, seq=current.seq)
+                    queued = True
+            done = queries.get_traceset(
+                conn, workspace=workspace, traceset_id=traceset_id, files_limit=ANSWER_FILES
+            )
+            assert done is not None
+            return done, adopted, queued
+
+        done, adopted, queued = self.db.write_soon(ready_row)  # committed with others' writes
+        if done is None:
+            return None
+        if adopted:
+            # After the commit: from now on no upload can become one of these files.
+            self.store.drop_superseded(
+                traceset_id,
+                {blob_key(traceset_id, idx): c.sha256 for idx, c in digests.items()},
+            )
+        if queued and self.on_inspection_queued is not None:
+            self.on_inspection_queued()
+        return done

@@ -1,0 +1,422 @@
+"""Creating an upload, adding files to it, and following it: what is left to send, where."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Final
+
+from sqlalchemy import Connection
+from sqlalchemy.exc import IntegrityError
+
+from tracesets import workload
+from tracesets.db import queries
+from tracesets.problems import Conflict, Problem, Unprocessable
+from tracesets.records import StoredFile, Traceset, TracesetHead
+from tracesets.service.core import ServiceCore, decode_cursor, not_found, parse_body, utcnow
+from tracesets.storage.base import UploadPlan, blob_key
+from tracesets.uploadrequest import (
+    FileSpec,
+    PartDigests,
+    UploadRequest,
+    read_file_additions,
+    read_upload_request,
+)
+
+IDEMPOTENCY_WINDOW = timedelta(hours=24)
+
+
+@dataclass(frozen=True, slots=True)
+class UploadTarget:
+    """Where one file goes: a plan of the store, with the file it is for."""
+
+    name: str
+    role: str
+    plan: UploadPlan
+    idx: int = 0  # the file's index in its traceset
+
+
+@dataclass(frozen=True, slots=True)
+class UploadStatus:
+    traceset: TracesetHead
+    received: list[str]
+    uploads: list[UploadTarget]
+    next_idx: int | None = None  # the first file not in this page, if any
+
+
+#: A page of upload status stops once its names and signed URLs pass this many bytes
+#: (a multipart file on S3 may hold 1,000 part URLs).
+UPLOAD_STATUS_PAGE_BYTES: Final = 4 * 1024 * 1024
+
+
+def _plan_bytes(name: str, plan: UploadPlan | None) -> int:
+    """About what one file adds to an upload status answer: its name, its URLs."""
+    size = 6 * len(name.encode()) + 200  # a name escaped at worst, and the entry's members
+    if plan is not None:
+        size += len(plan.url or "") + sum(len(k) + len(v) + 6 for k, v in plan.headers.items())
+        for part in plan.parts or ():
+            size += len(part.url) + 100 + sum(len(k) + len(v) + 6 for k, v in part.headers.items())
+    return size
+
+
+def _refuse_redeclared(specs: list[FileSpec], earlier: dict[str, StoredFile]) -> None:
+    """A name the traceset holds may be declared again only exactly as it was."""
+    conflicts = [
+        Problem(
+            f"files[{index}].name",
+            spec.name,
+            f'files[{index}].name "{spec.name}" is already in this traceset with another '
+            f"size, role or sha256",
+        )
+        for index, spec in enumerate(specs)
+        if (stored := earlier.get(spec.name)) is not None
+        and (stored.size, stored.role, stored.sha256_declared)
+        != (spec.size, spec.role, spec.sha256)
+    ]
+    if conflicts:
+        raise Conflict.of(conflicts)
+
+
+def _planned(traceset: Traceset, plans: list[UploadPlan]) -> list[UploadTarget]:
+    return [
+        UploadTarget(f.name, f.role, plan, f.idx)
+        for f, plan in zip(traceset.files, plans, strict=True)
+    ]
+
+
+class Uploads(ServiceCore):
+    def create_upload(
+        self, workspace: str, body: bytes, base_url: str, idempotency_key: str | None = None
+    ) -> tuple[Traceset, list[UploadTarget]]:
+        """Check a raw upload-url body and store the pending traceset; nothing on failure.
+
+        With an Idempotency-Key, the same key and body within 24 hours answer the traceset
+        the first request made (with fresh URLs); the same key with another body is 422.
+        """
+        request = self._read_upload(body)
+        body_sha256 = hashlib.sha256(body).hexdigest()
+        if idempotency_key is not None:
+            with self.db.read() as conn:
+                earlier = self._earlier_answer(conn, workspace, idempotency_key, body_sha256)
+            if earlier is not None:
+                return earlier, self._resume(earlier, base_url)
+        traceset_id = uuid.uuid4().hex
+        plans = self._plans(traceset_id, request, base_url)
+        insert = self._inserter(
+            workspace, traceset_id, request, plans, body_sha256, idempotency_key
+        )
+        try:
+            try:
+                traceset = self.db.write_soon(insert)
+            except IntegrityError:
+                # Only the idempotency key can collide: the retry answers what the winner made.
+                if idempotency_key is None:
+                    raise
+                traceset = self.db.write_soon(insert)
+        except BaseException:
+            self._abort(traceset_id, plans)
+            raise
+        if traceset.id != traceset_id:  # a concurrent request with the same key won
+            self._abort(traceset_id, plans)
+            return traceset, self._resume(traceset, base_url)
+        return traceset, _planned(traceset, plans)
+
+    async def create_upload_on_loop(
+        self, workspace: str, body: bytes, base_url: str
+    ) -> tuple[Traceset, list[UploadTarget]]:
+        """``create_upload`` without an Idempotency-Key, for a caller on the event loop.
+
+        The checks run on the loop (tens of microseconds) and only the commit is awaited,
+        so a request costs no worker thread. Only for a store whose plans need no I/O
+        (local files: an HMAC each); S3's may start multipart uploads.
+        """
+        request = self._read_upload(body)
+        traceset_id = uuid.uuid4().hex
+        plans = self._plans(traceset_id, request, base_url)
+        body_sha256 = hashlib.sha256(body).hexdigest()
+        insert = self._inserter(workspace, traceset_id, request, plans, body_sha256, None)
+        try:
+            traceset = await self.db.write_async(insert)
+        except BaseException:
+            self._abort(traceset_id, plans)
+            raise
+        return traceset, _planned(traceset, plans)
+
+    def _read_upload(self, body: bytes) -> UploadRequest:
+        return read_upload_request(
+            parse_body(body),
+            max_files=self.limits.files_per_request,
+            max_metadata_bytes=self.limits.max_metadata_bytes,
+        )
+
+    def _plans(self, traceset_id: str, request: UploadRequest, base_url: str) -> list[UploadPlan]:
+        return [
+            self.store.plan_upload(
+                blob_key(traceset_id, idx),
+                size=f.size,
+                sha256=f.sha256,
+                base_url=base_url,
+                parts=f.parts,
+            )
+            for idx, f in enumerate(request.files)
+        ]
+
+    def _inserter(
+        self,
+        workspace: str,
+        traceset_id: str,
+        request: UploadRequest,
+        plans: list[UploadPlan],
+        body_sha256: str,
+        idempotency_key: str | None,
+    ) -> Callable[[Connection], Traceset]:
+        """The write of a new traceset, for a (group-committed) write transaction."""
+
+        def insert(conn: Connection) -> Traceset:
+            if idempotency_key is not None:
+                earlier = self._earlier_answer(conn, workspace, idempotency_key, body_sha256)
+                if earlier is not None:
+                    return earlier
+            now = utcnow()
+            traceset = queries.insert_traceset(
+                conn,
+                workspace=workspace,
+                traceset_id=traceset_id,
+                request=request,
+                uploads=[(p.upload_id, p.part_size) for p in plans],
+                now=now,
+            )
+            if idempotency_key is not None:
+                queries.insert_idempotency_key(
+                    conn,
+                    workspace=workspace,
+                    key=idempotency_key,
+                    request_sha256=body_sha256,
+                    traceset_id=traceset_id,
+                    now=now,
+                )
+            return traceset
+
+        return insert
+
+    def _abort(self, traceset_id: str, plans: list[UploadPlan]) -> None:
+        for idx, plan in enumerate(plans):
+            if plan.upload_id is not None:
+                self.store.abort_upload(blob_key(traceset_id, idx), plan.upload_id)
+
+    def _earlier_answer(
+        self, conn: Connection, workspace: str, key: str, body_sha256: str
+    ) -> Traceset | None:
+        since = utcnow() - IDEMPOTENCY_WINDOW
+        earlier = queries.find_idempotency_key(conn, workspace=workspace, key=key, since=since)
+        if earlier is None:
+            return None
+        request_sha256, traceset_id = earlier
+        if request_sha256 != body_sha256:
+            raise Unprocessable.of(
+                [
+                    Problem(
+                        "Idempotency-Key",
+                        key,
+                        "This Idempotency-Key was used with another request body in the last "
+                        "24 hours; use a new key for a new request",
+                    )
+                ]
+            )
+        traceset = queries.get_traceset(conn, workspace=workspace, traceset_id=traceset_id)
+        if traceset is None:
+            raise Conflict.of(
+                [
+                    Problem(
+                        "Idempotency-Key",
+                        key,
+                        f"The traceset {traceset_id} this key created was deleted",
+                    )
+                ]
+            )
+        return traceset
+
+    def _resume(self, traceset: Traceset, base_url: str) -> list[UploadTarget]:
+        """Fresh URLs for whatever has not arrived; records new multipart uploads."""
+        return self.upload_status(traceset.workspace, traceset.id, base_url).uploads
+
+    def upload_status(
+        self,
+        workspace: str,
+        traceset_id: str,
+        base_url: str,
+        *,
+        with_urls: bool = True,
+        cursor: str | None = None,
+        limit: int | None = None,
+    ) -> UploadStatus:
+        """What has arrived, and fresh URLs for the rest (only the missing parts).
+
+        With a ``limit``, one page: files in index order from the cursor on, at most
+        ``limit`` of them and about ``UPLOAD_STATUS_PAGE_BYTES`` of names and URLs.
+        Without ``with_urls`` (a caller who may not upload) only what has arrived, and
+        nothing is started or recorded in the store.
+        """
+        start = decode_cursor(cursor, "f1") if cursor is not None else 0
+        with self.db.read() as conn:  # a page's files only, however many the traceset holds
+            traceset = queries.get_head(conn, workspace=workspace, traceset_id=traceset_id)
+            if traceset is None:
+                raise not_found(traceset_id)
+            files = queries.files_from(
+                conn, seq=traceset.seq, start=start, limit=None if limit is None else limit + 1
+            )
+        if traceset.status != "pending" or not with_urls:
+            page = files if limit is None else files[:limit]
+            following = files[len(page)].idx if len(page) < len(files) else None
+            arrived = [
+                f.name for f in page if traceset.status != "pending" or self._arrived(traceset, f)
+            ]
+            return UploadStatus(traceset, arrived, [], following)
+        received, uploads, next_idx = self._targets(
+            traceset.id, traceset.seq, files, base_url, limit=limit
+        )
+        return UploadStatus(traceset, received, uploads, next_idx)
+
+    def _arrived(self, traceset: TracesetHead, f: StoredFile) -> bool:
+        return self.store.arrived(
+            blob_key(traceset.id, f.idx),
+            size=f.size,
+            sha256=f.expected_sha256,
+            upload_id=f.upload_id,
+            part_size=f.part_size,
+        )
+
+    def _targets(
+        self,
+        traceset_id: str,
+        seq: int,
+        stored: list[StoredFile],
+        base_url: str,
+        new: Mapping[int, PartDigests | None] | None = None,
+        *,
+        limit: int | None = None,
+    ) -> tuple[list[str], list[UploadTarget], int | None]:
+        """Of ``stored``: the names whose bytes are all in the store, an upload entry for
+        every other file, and the index a next page starts at (with a ``limit``, or past
+        about ``UPLOAD_STATUS_PAGE_BYTES``). Files of index in ``new`` were just declared
+        (with their part digests, if any): the store is not asked what it holds of them. A
+        multipart upload started here is recorded."""
+        new = new or {}
+        received: list[str] = []
+        uploads: list[UploadTarget] = []
+        restarted: list[tuple[int, UploadPlan]] = []
+        used = 0
+        next_idx: int | None = None
+        for f in stored:
+            if limit is not None and len(received) + len(uploads) == limit:
+                next_idx = f.idx
+                break
+            key = blob_key(traceset_id, f.idx)
+            plan = (
+                self.store.plan_upload(
+                    key,
+                    size=f.size,
+                    sha256=f.expected_sha256,
+                    base_url=base_url,
+                    parts=new[f.idx],
+                )
+                if f.idx in new
+                else self.store.resume_upload(
+                    key,
+                    size=f.size,
+                    sha256=f.expected_sha256,
+                    upload_id=f.upload_id,
+                    part_size=f.part_size,
+                    base_url=base_url,
+                )
+            )
+            if plan is not None and plan.upload_id != f.upload_id:
+                restarted.append((f.idx, plan))  # kept even when cut: the next page lists it
+            used += _plan_bytes(f.name, plan)
+            if limit is not None and (received or uploads) and used > UPLOAD_STATUS_PAGE_BYTES:
+                next_idx = f.idx
+                break
+            if plan is None:
+                received.append(f.name)
+            else:
+                uploads.append(UploadTarget(f.name, f.role, plan, f.idx))
+        if restarted:
+            with self.db.write() as conn:
+                for idx, plan in restarted:
+                    queries.set_upload(
+                        conn, seq=seq, idx=idx, upload_id=plan.upload_id, part_size=plan.part_size
+                    )
+        return received, uploads, next_idx
+
+    def add_files(
+        self, workspace: str, traceset_id: str, body: bytes, base_url: str
+    ) -> list[UploadTarget]:
+        """Declare more files of a pending traceset and answer an upload entry for each.
+
+        A file declared again exactly as before (a retried rank) is answered again, its
+        missing bytes only; one whose bytes have all arrived has nothing left to send and
+        gets no entry. Indices are taken under the traceset's lock, so any number of
+        concurrent requests each get their own.
+        """
+        parsed = parse_body(body)
+        with self.db.read() as conn:  # another workspace's traceset is 404 whatever the body
+            if queries.traceset_state(conn, workspace=workspace, traceset_id=traceset_id) is None:
+                raise not_found(traceset_id)
+        specs = read_file_additions(parsed, max_files=self.limits.files_per_request)
+
+        def add(conn: Connection) -> tuple[int, list[StoredFile], dict[int, PartDigests | None]]:
+            locked = queries.traceset_state(
+                conn, workspace=workspace, traceset_id=traceset_id, lock=True
+            )
+            if locked is None:
+                raise not_found(traceset_id)
+            seq, status, rank_count = locked
+            if status != "pending":
+                raise Conflict.of(
+                    [
+                        Problem(
+                            "status",
+                            status,
+                            f"Files can be added only while a traceset is pending; this one "
+                            f"is {status}: upload a new traceset instead",
+                        )
+                    ]
+                )
+            if rank_count is None and any(f.role == "primary" for f in specs):
+                raise Conflict.of(
+                    [
+                        Problem(
+                            "files",
+                            [f.name for f in specs if f.role == "primary"],
+                            f"This traceset declares no rank count, so it cannot take primary "
+                            f"files. {workload.MISSING_RANK_COUNT}",
+                        )
+                    ]
+                )
+            earlier = queries.files_named(conn, seq=seq, names=[f.name for f in specs])
+            _refuse_redeclared(specs, earlier)
+            new = [f for f in specs if f.name not in earlier]
+            first = queries.file_count(conn, seq=seq)
+            if first + len(new) > self.limits.max_files:
+                raise Conflict.of(
+                    [
+                        Problem(
+                            "files",
+                            len(new),
+                            f"This traceset declares {first:,} files; {len(new):,} more would "
+                            f"exceed the limit of {self.limits.max_files:,} files",
+                        )
+                    ]
+                )
+            added = {
+                f.name: f for f in queries.insert_files(conn, seq=seq, specs=new, first_idx=first)
+            }
+            stored = [earlier.get(f.name) or added[f.name] for f in specs]
+            parts = {f.name: f.parts for f in specs}
+            return seq, stored, {f.idx: parts[f.name] for f in added.values()}
+
+        seq, stored, new = self.db.write_soon(add)
+        return self._targets(traceset_id, seq, stored, base_url, new)[1]
