@@ -7,16 +7,15 @@ that reads, checks and writes does it atomically.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
+from collections.abc import Sequence
+from dataclasses import asdict
+from datetime import datetime
 from typing import Any, Final
 
 from sqlalchemy import (
     Connection,
     Row,
     Select,
-    bindparam,
     case,
     delete,
     func,
@@ -25,9 +24,9 @@ from sqlalchemy import (
     update,
 )
 
-from tracesets.db.tables import files, idempotency_keys, inspection_ranks, inspections, tracesets
+from tracesets.db.file_rows import INSERT_FILES, files_from, stored_file, utc
+from tracesets.db.tables import files, inspection_ranks, inspections, tracesets
 from tracesets.records import (
-    Checked,
     FileSummary,
     InspectionRecord,
     ListedTraceset,
@@ -35,21 +34,12 @@ from tracesets.records import (
     Traceset,
     TracesetHead,
 )
-from tracesets.uploadrequest import FileSpec, UploadRequest
+from tracesets.uploadrequest import UploadRequest
 from tracesets.vocabulary import ListFilter, Status
-
-
-def _utc(value: datetime | None) -> datetime | None:
-    # SQLite hands back naive datetimes; everything stored is UTC.
-    if value is None or value.tzinfo is not None:
-        return value
-    return value.replace(tzinfo=UTC)
-
 
 # Built once: a statement object is reusable, and building it per call is most of
 # the cost of a small insert.
 _INSERT_TRACESET = insert(tracesets).returning(tracesets.c.seq)
-_INSERT_FILES = insert(files)
 
 
 def insert_traceset(
@@ -96,7 +86,7 @@ def insert_traceset(
             zip(request.files, uploads, strict=True)
         )
     ]
-    conn.execute(_INSERT_FILES, [{"traceset_seq": seq, **asdict(f)} for f in stored])
+    conn.execute(INSERT_FILES, [{"traceset_seq": seq, **asdict(f)} for f in stored])
     return Traceset(
         seq=seq,
         id=traceset_id,
@@ -129,68 +119,6 @@ def traceset_state(
     return None if row is None else (row.seq, row.status, row.rank_count)
 
 
-#: Names compared per statement, well under every backend's limit on bound parameters.
-_NAMES_PER_QUERY = 1_000
-
-
-def files_named(conn: Connection, *, seq: int, names: Sequence[str]) -> dict[str, StoredFile]:
-    """The traceset's files among ``names``, by name: read through the (seq, idx) key and
-    the names asked, never the whole traceset."""
-    found: dict[str, StoredFile] = {}
-    for start in range(0, len(names), _NAMES_PER_QUERY):
-        chunk = names[start : start + _NAMES_PER_QUERY]
-        rows = conn.execute(
-            select(files).where(files.c.traceset_seq == seq, files.c.name.in_(chunk))
-        )
-        for row in rows:
-            found[row.name] = _stored_file(row)
-    return found
-
-
-def file_count(conn: Connection, *, seq: int) -> int:
-    """How many files the traceset declares: indices run from 0 without gaps."""
-    last = conn.execute(select(func.max(files.c.idx)).where(files.c.traceset_seq == seq))
-    top: int | None = last.scalar_one()
-    return 0 if top is None else top + 1
-
-
-def insert_files(
-    conn: Connection, *, seq: int, specs: Sequence[FileSpec], first_idx: int
-) -> list[StoredFile]:
-    """Declare more files of a pending traceset, at indices from ``first_idx`` on."""
-    stored = [
-        StoredFile(
-            idx=first_idx + offset,
-            name=spec.name,
-            size=spec.size,
-            role=spec.role,
-            sha256_declared=spec.sha256,
-            sha256=None,
-            received=False,
-        )
-        for offset, spec in enumerate(specs)
-    ]
-    if stored:
-        conn.execute(_INSERT_FILES, [{"traceset_seq": seq, **asdict(f)} for f in stored])
-    return stored
-
-
-def _stored_file(row: Row[Any]) -> StoredFile:
-    return StoredFile(
-        idx=row.idx,
-        name=row.name,
-        size=row.size,
-        role=row.role,
-        sha256_declared=row.sha256_declared,
-        sha256=row.sha256,
-        received=bool(row.received),
-        upload_id=row.upload_id,
-        part_size=row.part_size,
-        checked_by=row.checked_by,
-        checked_checksum=row.checked_checksum,
-    )
-
-
 def _files_by_seq(conn: Connection, seqs: Sequence[int]) -> dict[int, list[StoredFile]]:
     grouped: dict[int, list[StoredFile]] = defaultdict(list)
     if not seqs:
@@ -201,7 +129,7 @@ def _files_by_seq(conn: Connection, seqs: Sequence[int]) -> dict[int, list[Store
         .order_by(files.c.traceset_seq, files.c.idx)
     )
     for row in rows:
-        grouped[row.traceset_seq].append(_stored_file(row))
+        grouped[row.traceset_seq].append(stored_file(row))
     return grouped
 
 
@@ -238,18 +166,6 @@ def _inspection_verdicts(
     }
 
 
-def files_from(conn: Connection, *, seq: int, start: int, limit: int | None) -> list[StoredFile]:
-    """At most ``limit`` files (all with None) of a traceset from index ``start`` on, in
-    index order."""
-    rows = conn.execute(
-        select(files)
-        .where(files.c.traceset_seq == seq, files.c.idx >= start)
-        .order_by(files.c.idx)
-        .limit(limit)
-    )
-    return [_stored_file(row) for row in rows]
-
-
 def _inspections_by_seq(conn: Connection, seqs: Sequence[int]) -> dict[int, InspectionRecord]:
     if not seqs:
         return {}
@@ -266,7 +182,7 @@ def _inspections_by_seq(conn: Connection, seqs: Sequence[int]) -> dict[int, Insp
 
 def _head(row: Row[Any]) -> dict[str, Any]:
     """The members of a ``TracesetHead`` from a tracesets row."""
-    created, updated = _utc(row.created_at), _utc(row.updated_at)
+    created, updated = utc(row.created_at), utc(row.updated_at)
     assert created is not None and updated is not None
     metadata = row.workload_metadata
     return {
@@ -278,7 +194,7 @@ def _head(row: Row[Any]) -> dict[str, Any]:
         "status": row.status,
         "created_at": created,
         "updated_at": updated,
-        "promoted_at": _utc(row.promoted_at),
+        "promoted_at": utc(row.promoted_at),
         "workload_metadata": metadata.encode() if metadata is not None else None,
         "rank_count": row.rank_count,
     }
@@ -422,43 +338,6 @@ def _filtered_rows(
     return rows
 
 
-@dataclass(frozen=True, slots=True)
-class OneFile:
-    """One file of a traceset, with what a per-file request needs of the traceset."""
-
-    seq: int
-    traceset_id: str
-    status: Status
-    file: StoredFile
-
-
-_ONE_FILE = select(tracesets.c.seq, tracesets.c.id, tracesets.c.status, *files.c).join_from(
-    tracesets, files, files.c.traceset_seq == tracesets.c.seq
-)
-
-
-def one_file(
-    conn: Connection,
-    *,
-    traceset_id: str,
-    workspace: str | None,
-    idx: int | None = None,
-    name: str | None = None,
-) -> OneFile | None:
-    """One file by index or by name, and its traceset's status: two index lookups, however
-    many files the traceset holds (per-file requests never load the others)."""
-    query = _ONE_FILE.where(tracesets.c.id == traceset_id)
-    if workspace is not None:
-        query = query.where(tracesets.c.workspace == workspace)
-    query = (
-        query.where(files.c.idx == idx) if idx is not None else query.where(files.c.name == name)
-    )
-    row = conn.execute(query.limit(1)).one_or_none()
-    if row is None:
-        return None
-    return OneFile(seq=row.seq, traceset_id=row.id, status=row.status, file=_stored_file(row))
-
-
 def get_status(conn: Connection, workspace: str, traceset_id: str) -> Status | None:
     """The traceset's status alone; None when there is no such traceset."""
     status: Status | None = conn.execute(
@@ -467,88 +346,6 @@ def get_status(conn: Connection, workspace: str, traceset_id: str) -> Status | N
         )
     ).scalar_one_or_none()
     return status
-
-
-def adopt_received(
-    conn: Connection, *, seq: int, idx: int, sha256: str, now: datetime
-) -> tuple[Status, str | None] | None:
-    """Record bytes that arrived for a file, only while its traceset is pending.
-
-    Returns the traceset's status and the file's digest as recorded after this call
-    (None: the traceset is gone). The traceset's row is read under a shared lock that
-    ``complete`` (an exclusive one) waits for and that makes this call wait for it, so
-    a file changes only before ``complete`` has read it, never after; on SQLite the
-    write transaction is already exclusive.
-    """
-    status_query = select(tracesets.c.status).where(tracesets.c.seq == seq)
-    if conn.dialect.name != "sqlite":
-        status_query = status_query.with_for_update(read=True)
-    status: Status | None = conn.execute(status_query).scalar_one_or_none()
-    if status is None:
-        return None
-    if status == "pending":
-        mark_received(conn, seq=seq, idx=idx, sha256=sha256, now=now)
-        return status, sha256
-    recorded: str | None = conn.execute(
-        select(files.c.sha256).where(files.c.traceset_seq == seq, files.c.idx == idx)
-    ).scalar_one_or_none()
-    return status, recorded
-
-
-def mark_received(conn: Connection, *, seq: int, idx: int, sha256: str, now: datetime) -> None:
-    conn.execute(
-        update(files)
-        .where(files.c.traceset_seq == seq, files.c.idx == idx)
-        .values(received=True, sha256=sha256, received_at=now)
-    )
-
-
-_MARK_RECEIVED = (
-    update(files)
-    .where(files.c.traceset_seq == bindparam("b_seq"), files.c.idx == bindparam("b_idx"))
-    .values(
-        received=True,
-        sha256=bindparam("b_sha256"),
-        received_at=bindparam("b_now"),
-        checked_by=bindparam("b_by"),
-        checked_checksum=bindparam("b_checksum"),
-        upload_id=None,
-        part_size=None,
-    )
-)
-
-
-def mark_all_received(
-    conn: Connection, *, seq: int, checked: Mapping[int, Checked], now: datetime
-) -> None:
-    """Record every file of ``checked`` (index → how its bytes were found whole) as
-    received, its upload finished: one statement run for all of them (an executemany),
-    not one round trip a file."""
-    if checked:
-        conn.execute(
-            _MARK_RECEIVED,
-            [
-                {
-                    "b_seq": seq,
-                    "b_idx": idx,
-                    "b_sha256": check.sha256,
-                    "b_now": now,
-                    "b_by": check.by,
-                    "b_checksum": check.checksum,
-                }
-                for idx, check in checked.items()
-            ],
-        )
-
-
-def set_upload(
-    conn: Connection, *, seq: int, idx: int, upload_id: str | None, part_size: int | None
-) -> None:
-    conn.execute(
-        update(files)
-        .where(files.c.traceset_seq == seq, files.c.idx == idx)
-        .values(upload_id=upload_id, part_size=part_size)
-    )
 
 
 def pending_before(conn: Connection, cutoff: datetime, limit: int) -> list[tuple[str, str]]:
@@ -584,40 +381,6 @@ def set_status(conn: Connection, *, seq: int, status: Status, now: datetime) -> 
 def delete_traceset(conn: Connection, *, seq: int) -> None:
     conn.execute(delete(files).where(files.c.traceset_seq == seq))
     conn.execute(delete(tracesets).where(tracesets.c.seq == seq))
-
-
-def find_idempotency_key(
-    conn: Connection, *, workspace: str, key: str, since: datetime
-) -> tuple[str, str] | None:
-    """(request sha256, traceset id) of ``key`` if it was used since ``since``; older uses are dropped."""
-    where = (idempotency_keys.c.workspace == workspace, idempotency_keys.c.key == key)
-    row = conn.execute(select(idempotency_keys).where(*where)).one_or_none()
-    if row is None:
-        return None
-    if _utc(row.created_at) < since:  # type: ignore[operator]
-        conn.execute(delete(idempotency_keys).where(*where))
-        return None
-    return row.request_sha256, row.traceset_id
-
-
-def insert_idempotency_key(
-    conn: Connection,
-    *,
-    workspace: str,
-    key: str,
-    request_sha256: str,
-    traceset_id: str,
-    now: datetime,
-) -> None:
-    conn.execute(
-        insert(idempotency_keys).values(
-            workspace=workspace,
-            key=key,
-            request_sha256=request_sha256,
-            traceset_id=traceset_id,
-            created_at=now,
-        )
-    )
 
 
 # -- inspections -------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from datetime import timedelta
 from sqlalchemy import Connection
 
 from tracesets import jsontext, promotion
-from tracesets.db import queries
+from tracesets.db import file_rows, queries
 from tracesets.problems import Conflict, InvalidRequest, NotFound, Problem
 from tracesets.records import StoredFile, Traceset
 from tracesets.service.completion import Completion
@@ -70,7 +70,7 @@ class TracesetService(Uploads, Completion):
             head = queries.get_head(conn, workspace=workspace, traceset_id=traceset_id)
             if head is None:
                 raise not_found(traceset_id)
-            return queries.files_from(conn, seq=head.seq, start=start, limit=limit)
+            return file_rows.files_from(conn, seq=head.seq, start=start, limit=limit)
 
     def promote(self, workspace: str, traceset_id: str, body: bytes) -> tuple[Traceset, list[str]]:
         """Check the new (or stored) metadata with every promotion rule; all or nothing."""
@@ -130,7 +130,9 @@ class TracesetService(Uploads, Completion):
 
     def download_url(self, workspace: str, traceset_id: str, name: str, base_url: str) -> str:
         with self.db.read() as conn:
-            found = queries.one_file(conn, traceset_id=traceset_id, workspace=workspace, name=name)
+            found = file_rows.one_file(
+                conn, traceset_id=traceset_id, workspace=workspace, name=name
+            )
             if found is None and queries.get_status(conn, workspace, traceset_id) is None:
                 raise not_found(traceset_id)
         if found is None:

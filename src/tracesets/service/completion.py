@@ -7,7 +7,7 @@ import logging
 
 from sqlalchemy import Connection
 
-from tracesets.db import queries
+from tracesets.db import file_rows, queries
 from tracesets.problems import Conflict, Problem
 from tracesets.records import Checked, Traceset
 from tracesets.service.core import ANSWER_FILES, ServiceCore, not_found, utcnow
@@ -99,7 +99,7 @@ class Completion(ServiceCore):
                     )
                 if any(f.sha256 not in (None, digests[f.idx].sha256) for f in current.files):
                     return None, False, False
-                queries.mark_all_received(conn, seq=current.seq, checked=digests, now=now)
+                file_rows.mark_all_received(conn, seq=current.seq, checked=digests, now=now)
                 queries.set_status(conn, seq=current.seq, status="ready", now=now)
                 adopted = True
                 if any(f.role == "primary" for f in current.files):

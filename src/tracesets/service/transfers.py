@@ -6,7 +6,7 @@ arrival. With S3 none of this runs: clients talk to the bucket.
 
 Bytes are frozen once a traceset is complete, whatever a PUT's timing. A PUT writes
 its bytes under a name of their own (their digest), then records that name in one
-transaction that holds the traceset's row (``queries.adopt_received``) and does so
+transaction that holds the traceset's row (``file_rows.adopt_received``) and does so
 only while the traceset is pending; ``complete`` takes the same row exclusively. So a
 PUT that ends after ``complete`` never becomes the file: it answers 409 and its bytes
 are removed. Each request reads one file's row and its traceset's status, never the
@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 
-from tracesets.db import queries
+from tracesets.db import file_rows
 from tracesets.db.engine import Database
 from tracesets.problems import Conflict, Forbidden, NotFound, Problem
 from tracesets.records import StoredFile
@@ -54,13 +54,13 @@ class LocalTransfers:
 
     def _signed_file(
         self, method: Method, traceset_id: str, idx: int, expires: str | None, signature: str | None
-    ) -> queries.OneFile:
+    ) -> file_rows.OneFile:
         key = blob_key(traceset_id, idx)
         why = self.signer.verify(method, key, expires, signature)
         if why is not None:
             raise Forbidden.of([Problem("signature", signature, why)])
         with self.db.read() as conn:
-            found = queries.one_file(conn, traceset_id=traceset_id, workspace=None, idx=idx)
+            found = file_rows.one_file(conn, traceset_id=traceset_id, workspace=None, idx=idx)
         if found is None:
             raise _gone(key)
         return found
@@ -102,7 +102,7 @@ class LocalTransfers:
         """
         now = datetime.now(UTC)
         outcome = await self.db.write_async(
-            lambda conn: queries.adopt_received(conn, seq=seq, idx=idx, sha256=sha256, now=now)
+            lambda conn: file_rows.adopt_received(conn, seq=seq, idx=idx, sha256=sha256, now=now)
         )
         if outcome is None:
             self.store.delete(key, sha256)  # deleted while the bytes were arriving

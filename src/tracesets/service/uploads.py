@@ -13,7 +13,7 @@ from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
 
 from tracesets import workload
-from tracesets.db import queries
+from tracesets.db import file_rows, idempotency, queries
 from tracesets.problems import Conflict, Problem, Unprocessable
 from tracesets.records import StoredFile, Traceset, TracesetHead
 from tracesets.service.core import ServiceCore, decode_cursor, not_found, parse_body, utcnow
@@ -190,7 +190,7 @@ class Uploads(ServiceCore):
                 now=now,
             )
             if idempotency_key is not None:
-                queries.insert_idempotency_key(
+                idempotency.insert_idempotency_key(
                     conn,
                     workspace=workspace,
                     key=idempotency_key,
@@ -211,7 +211,7 @@ class Uploads(ServiceCore):
         self, conn: Connection, workspace: str, key: str, body_sha256: str
     ) -> Traceset | None:
         since = utcnow() - IDEMPOTENCY_WINDOW
-        earlier = queries.find_idempotency_key(conn, workspace=workspace, key=key, since=since)
+        earlier = idempotency.find_idempotency_key(conn, workspace=workspace, key=key, since=since)
         if earlier is None:
             return None
         request_sha256, traceset_id = earlier
@@ -265,7 +265,7 @@ class Uploads(ServiceCore):
             traceset = queries.get_head(conn, workspace=workspace, traceset_id=traceset_id)
             if traceset is None:
                 raise not_found(traceset_id)
-            files = queries.files_from(
+            files = file_rows.files_from(
                 conn, seq=traceset.seq, start=start, limit=None if limit is None else limit + 1
             )
         if traceset.status != "pending" or not with_urls:
@@ -346,7 +346,7 @@ class Uploads(ServiceCore):
         if restarted:
             with self.db.write() as conn:
                 for idx, plan in restarted:
-                    queries.set_upload(
+                    file_rows.set_upload(
                         conn, seq=seq, idx=idx, upload_id=plan.upload_id, part_size=plan.part_size
                     )
         return received, uploads, next_idx
@@ -396,10 +396,10 @@ class Uploads(ServiceCore):
                         )
                     ]
                 )
-            earlier = queries.files_named(conn, seq=seq, names=[f.name for f in specs])
+            earlier = file_rows.files_named(conn, seq=seq, names=[f.name for f in specs])
             _refuse_redeclared(specs, earlier)
             new = [f for f in specs if f.name not in earlier]
-            first = queries.file_count(conn, seq=seq)
+            first = file_rows.file_count(conn, seq=seq)
             if first + len(new) > self.limits.max_files:
                 raise Conflict.of(
                     [
@@ -412,7 +412,7 @@ class Uploads(ServiceCore):
                     ]
                 )
             added = {
-                f.name: f for f in queries.insert_files(conn, seq=seq, specs=new, first_idx=first)
+                f.name: f for f in file_rows.insert_files(conn, seq=seq, specs=new, first_idx=first)
             }
             stored = [earlier.get(f.name) or added[f.name] for f in specs]
             parts = {f.name: f.parts for f in specs}

@@ -1,0 +1,228 @@
+"""One file's row, or a page of them: what a PUT, a redirect and complete read and write."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    Connection,
+    Row,
+    bindparam,
+    func,
+    insert,
+    select,
+    update,
+)
+
+from tracesets.db.tables import files, tracesets
+from tracesets.records import (
+    Checked,
+    StoredFile,
+)
+from tracesets.uploadrequest import FileSpec
+from tracesets.vocabulary import Status
+
+#: Names compared per statement, well under every backend's limit on bound parameters.
+_NAMES_PER_QUERY = 1_000
+
+
+def utc(value: datetime | None) -> datetime | None:
+    # SQLite hands back naive datetimes; everything stored is UTC.
+    if value is None or value.tzinfo is not None:
+        return value
+    return value.replace(tzinfo=UTC)
+
+
+def stored_file(row: Row[Any]) -> StoredFile:
+    return StoredFile(
+        idx=row.idx,
+        name=row.name,
+        size=row.size,
+        role=row.role,
+        sha256_declared=row.sha256_declared,
+        sha256=row.sha256,
+        received=bool(row.received),
+        upload_id=row.upload_id,
+        part_size=row.part_size,
+        checked_by=row.checked_by,
+        checked_checksum=row.checked_checksum,
+    )
+
+
+def files_named(conn: Connection, *, seq: int, names: Sequence[str]) -> dict[str, StoredFile]:
+    """The traceset's files among ``names``, by name: read through the (seq, idx) key and
+    the names asked, never the whole traceset."""
+    found: dict[str, StoredFile] = {}
+    for start in range(0, len(names), _NAMES_PER_QUERY):
+        chunk = names[start : start + _NAMES_PER_QUERY]
+        rows = conn.execute(
+            select(files).where(files.c.traceset_seq == seq, files.c.name.in_(chunk))
+        )
+        for row in rows:
+            found[row.name] = stored_file(row)
+    return found
+
+
+def file_count(conn: Connection, *, seq: int) -> int:
+    """How many files the traceset declares: indices run from 0 without gaps."""
+    last = conn.execute(select(func.max(files.c.idx)).where(files.c.traceset_seq == seq))
+    top: int | None = last.scalar_one()
+    return 0 if top is None else top + 1
+
+
+INSERT_FILES = insert(files)
+
+
+def insert_files(
+    conn: Connection, *, seq: int, specs: Sequence[FileSpec], first_idx: int
+) -> list[StoredFile]:
+    """Declare more files of a pending traceset, at indices from ``first_idx`` on."""
+    stored = [
+        StoredFile(
+            idx=first_idx + offset,
+            name=spec.name,
+            size=spec.size,
+            role=spec.role,
+            sha256_declared=spec.sha256,
+            sha256=None,
+            received=False,
+        )
+        for offset, spec in enumerate(specs)
+    ]
+    if stored:
+        conn.execute(INSERT_FILES, [{"traceset_seq": seq, **asdict(f)} for f in stored])
+    return stored
+
+
+@dataclass(frozen=True, slots=True)
+class OneFile:
+    """One file of a traceset, with what a per-file request needs of the traceset."""
+
+    seq: int
+    traceset_id: str
+    status: Status
+    file: StoredFile
+
+
+_ONE_FILE = select(tracesets.c.seq, tracesets.c.id, tracesets.c.status, *files.c).join_from(
+    tracesets, files, files.c.traceset_seq == tracesets.c.seq
+)
+
+
+def one_file(
+    conn: Connection,
+    *,
+    traceset_id: str,
+    workspace: str | None,
+    idx: int | None = None,
+    name: str | None = None,
+) -> OneFile | None:
+    """One file by index or by name, and its traceset's status: two index lookups, however
+    many files the traceset holds (per-file requests never load the others)."""
+    query = _ONE_FILE.where(tracesets.c.id == traceset_id)
+    if workspace is not None:
+        query = query.where(tracesets.c.workspace == workspace)
+    query = (
+        query.where(files.c.idx == idx) if idx is not None else query.where(files.c.name == name)
+    )
+    row = conn.execute(query.limit(1)).one_or_none()
+    if row is None:
+        return None
+    return OneFile(seq=row.seq, traceset_id=row.id, status=row.status, file=stored_file(row))
+
+
+def adopt_received(
+    conn: Connection, *, seq: int, idx: int, sha256: str, now: datetime
+) -> tuple[Status, str | None] | None:
+    """Record bytes that arrived for a file, only while its traceset is pending.
+
+    Returns the traceset's status and the file's digest as recorded after this call
+    (None: the traceset is gone). The traceset's row is read under a shared lock that
+    ``complete`` (an exclusive one) waits for and that makes this call wait for it, so
+    a file changes only before ``complete`` has read it, never after; on SQLite the
+    write transaction is already exclusive.
+    """
+    status_query = select(tracesets.c.status).where(tracesets.c.seq == seq)
+    if conn.dialect.name != "sqlite":
+        status_query = status_query.with_for_update(read=True)
+    status: Status | None = conn.execute(status_query).scalar_one_or_none()
+    if status is None:
+        return None
+    if status == "pending":
+        mark_received(conn, seq=seq, idx=idx, sha256=sha256, now=now)
+        return status, sha256
+    recorded: str | None = conn.execute(
+        select(files.c.sha256).where(files.c.traceset_seq == seq, files.c.idx == idx)
+    ).scalar_one_or_none()
+    return status, recorded
+
+
+def mark_received(conn: Connection, *, seq: int, idx: int, sha256: str, now: datetime) -> None:
+    conn.execute(
+        update(files)
+        .where(files.c.traceset_seq == seq, files.c.idx == idx)
+        .values(received=True, sha256=sha256, received_at=now)
+    )
+
+
+_MARK_RECEIVED = (
+    update(files)
+    .where(files.c.traceset_seq == bindparam("b_seq"), files.c.idx == bindparam("b_idx"))
+    .values(
+        received=True,
+        sha256=bindparam("b_sha256"),
+        received_at=bindparam("b_now"),
+        checked_by=bindparam("b_by"),
+        checked_checksum=bindparam("b_checksum"),
+        upload_id=None,
+        part_size=None,
+    )
+)
+
+
+def mark_all_received(
+    conn: Connection, *, seq: int, checked: Mapping[int, Checked], now: datetime
+) -> None:
+    """Record every file of ``checked`` (index → how its bytes were found whole) as
+    received, its upload finished: one statement run for all of them (an executemany),
+    not one round trip a file."""
+    if checked:
+        conn.execute(
+            _MARK_RECEIVED,
+            [
+                {
+                    "b_seq": seq,
+                    "b_idx": idx,
+                    "b_sha256": check.sha256,
+                    "b_now": now,
+                    "b_by": check.by,
+                    "b_checksum": check.checksum,
+                }
+                for idx, check in checked.items()
+            ],
+        )
+
+
+def set_upload(
+    conn: Connection, *, seq: int, idx: int, upload_id: str | None, part_size: int | None
+) -> None:
+    conn.execute(
+        update(files)
+        .where(files.c.traceset_seq == seq, files.c.idx == idx)
+        .values(upload_id=upload_id, part_size=part_size)
+    )
+
+
+def files_from(conn: Connection, *, seq: int, start: int, limit: int | None) -> list[StoredFile]:
+    """At most ``limit`` files (all with None) of a traceset from index ``start`` on, in
+    index order."""
+    rows = conn.execute(
+        select(files)
+        .where(files.c.traceset_seq == seq, files.c.idx >= start)
+        .order_by(files.c.idx)
+        .limit(limit)
+    )
+    return [stored_file(row) for row in rows]
