@@ -22,6 +22,7 @@ LAYERS: dict[str, int] = {
     "tracesets.problems": 0,
     "tracesets.records": 0,
     "tracesets.version": 0,
+    "tracesets.vocabulary": 0,  # the limits and list filters every layer names
     "tracesets.uploadrequest": 1,
     "tracesets.promotion": 1,
     "tracesets.settings": 1,

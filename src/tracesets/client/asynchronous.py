@@ -219,6 +219,7 @@ class AsyncClient(AwaitingIO):
     async def list_tracesets(
         self, *, page_size: int = 100, **filters: Unpack[ListFilters]
     ) -> AsyncIterator[TracesetSummary]:
+        """Every traceset matching all the filters given, as ``Client.list_tracesets``."""
         params = protocol.list_params(filters, page_size)
         while True:
             page = await self._fetch(self._list_page_call(params))
