@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from tests.client.test_retries import traceset_json
+from tracesets.client import protocol
 from tracesets.client.core import ClientCore, UploadPlan
 from tracesets.client.errors import ClientError
 from tracesets.client.files import collect, hash_file
@@ -104,3 +105,36 @@ def test_a_token_without_write_stops_before_any_hashing(tmp_path: Path) -> None:
     with pytest.raises(ClientError) as refused:
         flow.send(Whoami(workspace="w", scopes=["read"]))
     assert refused.value.status == 403
+
+
+def test_an_upload_past_one_batch_declares_the_rest_with_add_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two files a request: upload-url declares two, add-files the third, and the PUTs
+    cover all three; the resume fingerprint is the whole upload's, not the first batch's."""
+    monkeypatch.setattr(protocol, "BATCH_FILES", 2)
+    client = core(tmp_path)
+    plan_of(tmp_path)  # the folder of two ranks, and a third
+    (tmp_path / "run" / "rank2.json").write_bytes(os.urandom(100))
+    upload = UploadPlan.checked(
+        collect(tmp_path / "run"), name="run", workload_metadata={"shape": {"rankCount": 3}}
+    )
+    flow = client._upload_flow(upload, None, None, 0)
+    next(flow)
+    hashing = flow.send(Whoami(workspace="w", scopes=["write"]))
+    assert isinstance(hashing, Hash)
+    files = [hash_file(f) for f in hashing.files]
+    first = flow.send(files)
+    assert isinstance(first, Call) and first.path == "/api/v1/tracesets/upload-url"
+    assert [f["name"] for f in first.body["files"]] == ["rank0.json", "rank1.json"]
+    rest = flow.send(created(first.body))
+    assert isinstance(rest, Call) and (rest.method, rest.path) == (
+        "POST",
+        "/api/v1/tracesets/t1/files",
+    )
+    assert [f["name"] for f in rest.body["files"]] == ["rank2.json"]
+    puts = flow.send(created(rest.body))
+    assert isinstance(puts, PutAll)
+    assert sorted(p.file.name for p in puts.puts) == ["rank0.json", "rank1.json", "rank2.json"]
+    whole = upload.body(files)
+    assert client.state._read() == {fingerprint(client.url, "tok", whole): "t1"}

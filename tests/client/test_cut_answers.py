@@ -9,13 +9,12 @@ Through httpx's transport seam: the service's side of the cut is in
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from tracesets.client import AsyncClient, Client
+from tests.client.conftest import MakeClient
 from tracesets.client.files import collect
 
 URL = "http://127.0.0.1:9"
@@ -68,23 +67,22 @@ def files(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def test_the_client_fetches_what_an_answer_left_out(tmp_path: Path) -> None:
+def test_the_client_fetches_what_an_answer_left_out(
+    tmp_path: Path, make_client: MakeClient
+) -> None:
     service = CutService()
-    with Client(URL, TOKEN, transport=httpx.MockTransport(service)) as client:
+    with make_client(URL, TOKEN, transport=httpx.MockTransport(service)) as client:
         client.add_local_files("t1", collect(files(tmp_path)))
     assert service.status_cursor == "ZjoxMA"
     assert sorted(service.put) == ["a.json", "b.json", "c.json"]
 
 
-def test_the_async_client_declares_in_batches_and_fetches_what_was_left_out(
-    tmp_path: Path,
-) -> None:
+def test_a_declared_batch_fetches_what_its_answer_left_out(make_client: MakeClient) -> None:
+    """The batches past the first (``_declare_flow``, add-files) take the entries their
+    answer left out from the status, from its cursor on, and only their own."""
     service = CutService()
-
-    async def declared() -> list[str]:
-        async with AsyncClient(URL, TOKEN, transport=httpx.MockTransport(service)) as client:
-            batch = [{"name": n, "size": 2, "role": "primary"} for n in ("a.json", "b.json")]
-            return [u.name for u in await client._declare("t1", [batch])]
-
-    assert asyncio.run(declared()) == ["a.json", "b.json"]
+    with make_client(URL, TOKEN, transport=httpx.MockTransport(service)) as client:
+        batch = [{"name": n, "size": 2, "role": "primary"} for n in ("a.json", "b.json")]
+        declared = client._run(client._declare_flow("t1", [batch]))
+    assert [u.name for u in declared] == ["a.json", "b.json"]
     assert service.status_cursor == "ZjoxMA"

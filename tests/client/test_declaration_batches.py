@@ -5,15 +5,16 @@ the body limit of their JSON. (The same at
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import httpx
 import pytest
 
+from tests.client.conftest import MakeClient
 from tests.server import ServerProcess
-from tracesets import AsyncClient, Client, Traceset, jsontext
-from tracesets.client import ClientError, protocol
+from tracesets import jsontext
+from tracesets.client import ClientError, RetryPolicy, protocol
+from tracesets.client.state import UploadState
 from tracesets.vocabulary import MAX_BODY_BYTES, MAX_FILES_PER_REQUEST, MAX_FILES_PER_TRACESET
 
 
@@ -59,36 +60,73 @@ def test_a_whole_upload_is_checked_against_what_a_traceset_holds() -> None:
     assert refused.value.problems[0].member == "files"
 
 
-def test_both_clients_upload_a_folder_in_batches(
-    server: ServerProcess, workspace_token: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Three files a request: seven files go as upload-url, then add-files twice, and the
-    traceset holds all seven, each received."""
+class Recording(httpx.HTTPTransport):
+    """The real network, with the last segment of each API POST noted; add-files can be
+    made to fail as a lost connection."""
+
+    def __init__(self, *, lose_add_files: bool = False) -> None:
+        super().__init__()
+        self.lose_add_files = lose_add_files
+        self.posts: list[str] = []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        if request.method == "POST":
+            self.posts.append(request.url.path.rsplit("/", 1)[1])
+            if self.lose_add_files and self.posts[-1] == "files":
+                raise httpx.ConnectError("lost", request=request)
+        return super().handle_request(request)
+
+
+@pytest.fixture
+def seven(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Seven files, three a request: upload-url, then add-files twice."""
     monkeypatch.setattr(protocol, "BATCH_FILES", 3)
     folder = tmp_path / "job"
     folder.mkdir()
     for rank in range(7):
         (folder / f"rank{rank}.json").write_bytes(b"{}" * (rank + 1))
-    sent: list[str] = []
+    return folder
 
-    def seen(request: httpx.Request) -> None:
-        if request.method == "POST":
-            sent.append(request.url.path.rsplit("/", 1)[1])
 
-    with Client(server.url, workspace_token) as client:
-        client._http.event_hooks["request"].append(seen)
-        done = client.upload(folder, name="batched", workload_metadata={"shape": {"rankCount": 7}})
-    assert sent == ["upload-url", "files", "files", "complete"]
-    assert done.status == "ready" and sorted(f.name for f in done.files) == [
-        f"rank{rank}.json" for rank in range(7)
-    ]
+RANKS = {"shape": {"rankCount": 7}}
+NAMES = [f"rank{rank}.json" for rank in range(7)]
+
+
+def test_both_clients_upload_a_folder_in_batches(
+    server: ServerProcess, workspace_token: str, seven: Path, make_client: MakeClient
+) -> None:
+    """The traceset holds all seven, each received."""
+    recording = Recording()
+    with make_client(server.url, workspace_token, transport=recording) as client:
+        done = client.upload(seven, name="batched", workload_metadata=RANKS)
+    assert recording.posts == ["upload-url", "files", "files", "complete"]
+    assert done.status == "ready" and sorted(f.name for f in done.files) == NAMES
     assert all(f.received for f in done.files)
 
-    async def upload() -> Traceset:
-        async with AsyncClient(server.url, workspace_token) as client:
-            return await client.upload(
-                folder, name="batched async", workload_metadata={"shape": {"rankCount": 7}}
-            )
 
-    again = asyncio.run(upload())
-    assert again.status == "ready" and len(again.files) == 7
+def test_a_rerun_declares_the_batches_an_interrupted_upload_did_not(
+    server: ServerProcess,
+    workspace_token: str,
+    seven: Path,
+    tmp_path: Path,
+    make_client: MakeClient,
+) -> None:
+    """The first run stops after upload-url (its add-files lost); the same upload run
+    again declares the other batches on the same traceset, sends all seven, completes."""
+    state = UploadState(tmp_path / "state.json")
+    lossy = Recording(lose_add_files=True)
+    first = make_client(
+        server.url, workspace_token, transport=lossy, retry=RetryPolicy(retries=0), state=state
+    )
+    with pytest.raises(ClientError):
+        first.upload(seven, name="batched", workload_metadata=RANKS)
+    assert lossy.posts == ["upload-url", "files"]
+    (started,) = [t.id for t in first.list_tracesets()]
+
+    recording = Recording()
+    second = make_client(server.url, workspace_token, transport=recording, state=state)
+    done = second.upload(seven, name="batched", workload_metadata=RANKS)
+    assert recording.posts == ["files", "files", "complete"]
+    assert done.id == started and done.status == "ready"
+    assert sorted(f.name for f in done.files) == NAMES and all(f.received for f in done.files)
+    assert state.path.read_text() == "{}"

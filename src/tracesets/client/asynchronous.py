@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Self, TypeVar
+from typing import Self, TypeVar, Unpack
 
 import httpx
 
@@ -35,6 +35,7 @@ from tracesets.client.progress import FilesCallback, ProgressCallback
 from tracesets.client.retry import RetryPolicy
 from tracesets.client.state import UploadState
 from tracesets.uploadrequest import Role
+from tracesets.vocabulary import ListFilters
 
 T = TypeVar("T")
 
@@ -169,8 +170,8 @@ class AsyncClient(AwaitingIO):
     ) -> Traceset:
         return await self._run(self._wait_flow(traceset_id, timeout, interval))
 
-    async def upload_status(self, traceset_id: str) -> UploadStatus:
-        return await self._run(self._upload_status_flow(traceset_id))
+    async def upload_status(self, traceset_id: str, cursor: str | None = None) -> UploadStatus:
+        return await self._run(self._upload_status_flow(traceset_id, cursor))
 
     async def resume_upload(
         self,
@@ -216,23 +217,10 @@ class AsyncClient(AwaitingIO):
                 return
 
     async def list_tracesets(
-        self,
-        *,
-        status: str | None = None,
-        rank_count: int | None = None,
-        workload_family: str | None = None,
-        workload_name: str | None = None,
-        global_batch_size: int | None = None,
-        page_size: int = 100,
+        self, *, page_size: int = 100, **filters: Unpack[ListFilters]
     ) -> AsyncIterator[TracesetSummary]:
-        params = protocol.list_params(
-            status=status,
-            rank_count=rank_count,
-            workload_family=workload_family,
-            workload_name=workload_name,
-            global_batch_size=global_batch_size,
-            page_size=page_size,
-        )
+        """Every traceset matching all the filters given, as ``Client.list_tracesets``."""
+        params = protocol.list_params(filters, page_size)
         while True:
             page = await self._fetch(self._list_page_call(params))
             for item in page.items:

@@ -266,8 +266,12 @@ class ClientCore:
             cursor = page.nextCursor
         return traceset.model_copy(update={"files": files, "filesNextCursor": None})
 
-    def _upload_status_flow(self, traceset_id: str) -> Flow[UploadStatus]:
-        whole = yield from ask(self._uploads_page_call(traceset_id, None))
+    def _upload_status_flow(
+        self, traceset_id: str, cursor: str | None = None
+    ) -> Flow[UploadStatus]:
+        """Every page of the upload status, or every page from ``cursor`` on (a page's
+        ``nextCursor``, an answer's ``uploadsNextCursor``), as one."""
+        whole = yield from ask(self._uploads_page_call(traceset_id, cursor))
         cursor = whole.nextCursor
         while cursor is not None:
             page = yield from ask(self._uploads_page_call(traceset_id, cursor))
@@ -300,18 +304,23 @@ class ClientCore:
         files = yield from hashed(upload.files, hash_progress)
         body = upload.body(files)
         key = fingerprint(self.url, self._token, body)
+        first, *rest = protocol.declaration_batches(body["files"])
         started = self.state.started(key)
         done: Traceset | None = None
         if started is not None:
             try:  # the same upload ran before and did not finish: send only what is missing
-                done = yield from self._resume_flow(started, files, progress, None, files_progress)
+                done = yield from self._resume_flow(
+                    started, files, progress, None, files_progress, declare=rest
+                )
             except ClientError:
                 done = None  # gone, or not resumable: start afresh
         if done is None:
-            created = yield from ask(self._upload_url_call(body, None))
+            created = yield from ask(self._upload_url_call({**body, "files": first}, None))
             self.state.remember(key, created.tracesetId)
+            uploads = yield from self._every_upload_flow(created.tracesetId, created, first)
+            uploads += yield from self._declare_flow(created.tracesetId, rest)
             done = yield from self._send_and_complete_flow(
-                created.tracesetId, files, created.uploads, progress, files_progress
+                created.tracesetId, files, uploads, progress, files_progress
             )
         self.state.forget(key)
         if wait > 0:
@@ -325,8 +334,15 @@ class ClientCore:
         progress: ProgressCallback | None,
         hash_progress: ProgressCallback | None,
         files_progress: FilesCallback | None = None,
+        *,
+        declare: Sequence[Sequence[dict[str, Any]]] = (),
     ) -> Flow[Traceset]:
+        """What has not arrived sent, then the upload completed; ``declare``: the batches
+        past the first that an interrupted upload may not have declared yet."""
         status = yield from self._upload_status_flow(traceset_id)
+        if status.status == "pending" and declare:
+            yield from self._declare_flow(traceset_id, declare)
+            status = yield from self._upload_status_flow(traceset_id)
         traceset = yield from self._get_flow(traceset_id)
         if status.status != "pending":
             return traceset
@@ -372,8 +388,36 @@ class ClientCore:
         self, traceset_id: str, files: list[LocalFile], progress: ProgressCallback | None
     ) -> Flow[None]:
         files = yield from hashed(files, None)
-        created = yield from ask(self._add_files_call(traceset_id, [f.spec() for f in files]))
-        yield from self._send_flow(traceset_id, files, created.uploads, progress)
+        specs = [f.spec() for f in files]
+        created = yield from ask(self._add_files_call(traceset_id, specs))
+        uploads = yield from self._every_upload_flow(traceset_id, created, specs)
+        yield from self._send_flow(traceset_id, files, uploads, progress)
+
+    def _declare_flow(
+        self, traceset_id: str, batches: Sequence[Sequence[dict[str, Any]]]
+    ) -> Flow[list[UploadTarget]]:
+        """The files past the first request's declared, a batch a request (add-files); the
+        upload entries answered. Declaring them again is harmless, so a resume repeats it."""
+        uploads: list[UploadTarget] = []
+        for batch in batches:
+            answer = yield from ask(self._add_files_call(traceset_id, batch))
+            uploads += yield from self._every_upload_flow(traceset_id, answer, batch)
+        return uploads
+
+    def _every_upload_flow(
+        self,
+        traceset_id: str,
+        answer: UploadUrlResponse,
+        declared: Sequence[dict[str, Any]],
+    ) -> Flow[list[UploadTarget]]:
+        """An answer's upload entries for the files ``declared``, and those it left out to
+        stay bounded, from the upload status (other files there, such as other ranks',
+        are not ours)."""
+        missing = protocol.left_out(answer, [f["name"] for f in declared])
+        if not missing:
+            return list(answer.uploads)
+        status = yield from self._upload_status_flow(traceset_id, answer.uploadsNextCursor)
+        return [*answer.uploads, *(u for u in status.uploads if u.name in missing)]
 
     def _download_flow(
         self,

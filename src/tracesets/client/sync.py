@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Self, TypeVar
+from typing import Self, TypeVar, Unpack
 
 import httpx
 
@@ -35,6 +35,7 @@ from tracesets.client.progress import FilesCallback, ProgressCallback
 from tracesets.client.retry import RetryPolicy
 from tracesets.client.state import UploadState
 from tracesets.uploadrequest import Role
+from tracesets.vocabulary import ListFilters
 
 __all__ = ["USER_AGENT", "Client"]
 
@@ -135,7 +136,8 @@ class Client(BlockingIO):
         progress: ProgressCallback | None = None,
     ) -> None:
         """Hash ``files`` (as ``collect`` finds them), add them to a pending traceset in one
-        request and send what is left of each; the traceset stays pending."""
+        request and send what is left of each (the entries a cut answer left out fetched
+        from the upload status); the traceset stays pending."""
         self._run(self._add_local_flow(traceset_id, files, progress))
 
     def send_uploads(
@@ -203,9 +205,11 @@ class Client(BlockingIO):
         inspection (no primary files, or not complete) is returned at once."""
         return self._run(self._wait_flow(traceset_id, timeout, interval))
 
-    def upload_status(self, traceset_id: str) -> UploadStatus:
-        """What of a pending upload has arrived, and fresh URLs for the rest (every page)."""
-        return self._run(self._upload_status_flow(traceset_id))
+    def upload_status(self, traceset_id: str, cursor: str | None = None) -> UploadStatus:
+        """What of a pending upload has arrived, and fresh URLs for the rest (every page, or
+        every page from ``cursor`` on: a page's ``nextCursor``, an answer's
+        ``uploadsNextCursor``)."""
+        return self._run(self._upload_status_flow(traceset_id, cursor))
 
     def resume_upload(
         self,
@@ -256,27 +260,15 @@ class Client(BlockingIO):
                 return
 
     def list_tracesets(
-        self,
-        *,
-        status: str | None = None,
-        rank_count: int | None = None,
-        workload_family: str | None = None,
-        workload_name: str | None = None,
-        global_batch_size: int | None = None,
-        page_size: int = 100,
+        self, *, page_size: int = 100, **filters: Unpack[ListFilters]
     ) -> Iterator[TracesetSummary]:
-        """Every traceset matching all the filters given, newest first, page after page.
+        """Every traceset matching all the filters given (``vocabulary.FILTERS``: status,
+        rank_count, workload_family, workload_name, global_batch_size, inspected_ok,
+        ranks_consistent), newest first, page after page.
 
         Items count their files (``fileCount``, ``fileBytes``, ``filesReceived``);
         ``get_traceset`` or ``iter_files`` lists them."""
-        params = protocol.list_params(
-            status=status,
-            rank_count=rank_count,
-            workload_family=workload_family,
-            workload_name=workload_name,
-            global_batch_size=global_batch_size,
-            page_size=page_size,
-        )
+        params = protocol.list_params(filters, page_size)
         while True:
             page = self._fetch(self._list_page_call(params))
             yield from page.items
