@@ -22,17 +22,15 @@ back (undeclared parts, or S3-compatible stores that do not check checksums).
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import logging
 import math
 import os
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
-from urllib.parse import quote, urlparse
+from urllib.parse import quote
 
 import boto3
 from botocore.config import Config
@@ -40,12 +38,22 @@ from botocore.exceptions import ClientError
 
 from tracesets.records import Checked
 from tracesets.storage.base import PartTarget, UploadIncomplete, UploadPlan
+from tracesets.storage.s3_objects import (
+    MIB,
+    S3Location,
+    S3Source,
+    b64_sha256,
+    composite_sha256,
+    error_code,
+    is_missing,
+    joined_part,
+    part_size_for,
+    stored_sha256,
+)
 from tracesets.uploadrequest import PartDigests
-from tracesets.vocabulary import PLANNED_PARTS_MAX
 
 log = logging.getLogger("tracesets.storage")
 
-MIB: Final = 1024 * 1024
 MIN_PART_SIZE: Final = 5 * MIB  # S3's minimum for every part but the last
 MAX_SINGLE_PUT: Final = 5 * 1024**3  # S3 refuses a single PUT above 5 GiB
 MAX_PRESIGN_SECONDS: Final = 7 * 24 * 3600  # SigV4's limit
@@ -53,78 +61,6 @@ _READ_CHUNK: Final = 8 * MIB
 #: Beside a file's key, the part digests its client declared (JSON): resuming signs the
 #: missing parts with them again, and ``complete`` checks S3's composite against them.
 _PARTS_SUFFIX: Final = ".part-sha256"
-
-
-#: An object this small is fetched whole at its first read and read from memory after:
-#: a trace of a few KiB costs one request, not one per range its inspection reads.
-WHOLE_BELOW: Final = 64 * 1024
-
-
-class S3Source:
-    """A stored object read by ranges (HTTP Range GETs): inspection reads heads and tails."""
-
-    def __init__(self, s3: Any, bucket: str, key: str, size: int) -> None:
-        self._s3, self._bucket, self._key, self._size = s3, bucket, key, size
-        self._whole: bytes | None = None
-
-    @property
-    def size(self) -> int:
-        return self._size
-
-    def read(self, offset: int, length: int) -> bytes:
-        if length <= 0 or offset >= self._size:
-            return b""
-        if self._size <= WHOLE_BELOW:
-            if self._whole is None:
-                got = self._s3.get_object(Bucket=self._bucket, Key=self._key)
-                self._whole = bytes(got["Body"].read())
-            return self._whole[offset : offset + length]
-        last = min(offset + length, self._size) - 1
-        body = self._s3.get_object(
-            Bucket=self._bucket, Key=self._key, Range=f"bytes={offset}-{last}"
-        )["Body"]
-        data: bytes = body.read()
-        return data
-
-
-@dataclass(frozen=True)
-class S3Location:
-    bucket: str
-    prefix: str
-
-    @classmethod
-    def parse(cls, url: str) -> S3Location:
-        parsed = urlparse(url)
-        if parsed.scheme != "s3" or not parsed.netloc:
-            raise ValueError(
-                f"TRACESETS_STORAGE_URL must look like s3://BUCKET/PREFIX; got {url!r}"
-            )
-        return cls(parsed.netloc, parsed.path.strip("/"))
-
-
-def part_size_for(size: int, configured: int) -> int:
-    """The configured part size, or larger (whole MiB) when the file would need >1,000 parts."""
-    needed = math.ceil(size / PLANNED_PARTS_MAX)
-    return max(configured, math.ceil(needed / MIB) * MIB)
-
-
-def _b64(hex_digest: str) -> str:
-    return base64.b64encode(bytes.fromhex(hex_digest)).decode()
-
-
-def composite_sha256(part_sha256: Sequence[str]) -> str:
-    """S3's checksum of an object joined from SHA-256-checked parts: base64 of the SHA-256
-    of the parts' digests end to end, then ``-`` and the number of parts."""
-    joined = hashlib.sha256(b"".join(bytes.fromhex(d) for d in part_sha256)).digest()
-    return f"{base64.b64encode(joined).decode()}-{len(part_sha256)}"
-
-
-def _code(error: ClientError) -> str:
-    return str(error.response.get("Error", {}).get("Code", ""))
-
-
-def _is_missing(error: ClientError) -> bool:
-    return _code(error) in {"404", "NoSuchKey", "NoSuchUpload", "NotFound"}
 
 
 class S3BlobStore:
@@ -202,7 +138,7 @@ class S3BlobStore:
         params: dict[str, Any] = {"Key": self._key(key), "ContentLength": size, "IfNoneMatch": "*"}
         headers: dict[str, str] = {"If-None-Match": "*"}
         if sha256 is not None:
-            checksum = _b64(sha256)
+            checksum = b64_sha256(sha256)
             params["ChecksumSHA256"] = checksum
             headers["x-amz-checksum-sha256"] = checksum
         return UploadPlan(
@@ -227,7 +163,7 @@ class S3BlobStore:
             headers: dict[str, str] = {}
             if digests is not None:
                 # Signed with its value: S3 stores the part only if its bytes have it.
-                params["ChecksumSHA256"] = _b64(digests.sha256[number - 1])
+                params["ChecksumSHA256"] = b64_sha256(digests.sha256[number - 1])
                 headers["x-amz-checksum-sha256"] = params["ChecksumSHA256"]
             url = self._presign(
                 "upload_part",
@@ -259,7 +195,7 @@ class S3BlobStore:
                     PartNumberMarker=marker,
                 )
             except ClientError as exc:
-                if _is_missing(exc):
+                if is_missing(exc):
                     return None
                 raise
             for part in page.get("Parts", []):
@@ -281,7 +217,7 @@ class S3BlobStore:
                 Bucket=self.location.bucket, Key=self._key(key) + _PARTS_SUFFIX
             )
         except ClientError as exc:
-            if _is_missing(exc):
+            if is_missing(exc):
                 return None
             raise
         saved = json.loads(got["Body"].read())
@@ -291,7 +227,7 @@ class S3BlobStore:
         try:
             head = self.s3.head_object(Bucket=self.location.bucket, Key=self._key(key))
         except ClientError as exc:
-            if _is_missing(exc):
+            if is_missing(exc):
                 return None
             raise
         return int(head["ContentLength"])
@@ -382,7 +318,7 @@ class S3BlobStore:
                 Bucket=self.location.bucket, Key=self._key(key), ChecksumMode="ENABLED"
             )
         except ClientError as exc:
-            if _is_missing(exc):
+            if is_missing(exc):
                 raise UploadIncomplete("has not been received") from None
             raise
         stored = int(head["ContentLength"])
@@ -401,7 +337,7 @@ class S3BlobStore:
         digest = self._parts_sha256(key, head, sha256, digests)
         how = f"S3's composite checksum of {len(digests.sha256) if digests else 0} declared parts"
         checked = None if digest is None else Checked(digest, "s3-composite-sha256", checksum)
-        if checked is None and (digest := self._stored_sha256(head)) is not None:
+        if checked is None and (digest := stored_sha256(head)) is not None:
             checked, how = Checked(digest, "s3-sha256", checksum), "S3's whole-object SHA-256"
         if checked is None:
             digest = self._read_sha256(key)
@@ -443,23 +379,15 @@ class S3BlobStore:
                 Bucket=self.location.bucket,
                 Key=self._key(key),
                 UploadId=upload_id,
-                MultipartUpload={"Parts": [self._joined(n, etags[n], digests) for n in numbers]},
+                MultipartUpload={"Parts": [joined_part(n, etags[n], digests) for n in numbers]},
                 IfNoneMatch="*",  # never replace an object already there
             )
         except ClientError as exc:
-            if _code(exc) != "PreconditionFailed":
+            if error_code(exc) != "PreconditionFailed":
                 raise
             # An object is there already: the checks that follow judge it, and these parts
             # are of no use.
             self.abort_upload(key, upload_id)
-
-    @staticmethod
-    def _joined(number: int, etag: str, digests: PartDigests | None) -> dict[str, Any]:
-        """One part of CompleteMultipartUpload; an upload with checksums names each part's."""
-        part: dict[str, Any] = {"PartNumber": number, "ETag": etag}
-        if digests is not None and number <= len(digests.sha256):
-            part["ChecksumSHA256"] = _b64(digests.sha256[number - 1])
-        return part
 
     def _parts_sha256(
         self, key: str, head: Mapping[str, Any], sha256: str | None, digests: PartDigests | None
@@ -485,18 +413,6 @@ class S3BlobStore:
                 f"the declared parts' {expected})"
             )
         return sha256
-
-    @staticmethod
-    def _stored_sha256(head: Mapping[str, Any]) -> str | None:
-        """The whole object's SHA-256 as S3 verified it at upload, if it kept one."""
-        checksum = head.get("ChecksumSHA256")
-        if (
-            not checksum
-            or "-" in checksum
-            or head.get("ChecksumType", "FULL_OBJECT") != "FULL_OBJECT"
-        ):
-            return None
-        return base64.b64decode(checksum).hex()
 
     def _read_sha256(self, key: str) -> str:
         body = self.s3.get_object(Bucket=self.location.bucket, Key=self._key(key))["Body"]
@@ -531,7 +447,7 @@ class S3BlobStore:
                 Bucket=self.location.bucket, Key=self._key(key), UploadId=upload_id
             )
         except ClientError as exc:
-            if not _is_missing(exc):
+            if not is_missing(exc):
                 raise
 
     def delete_prefix(self, prefix: str) -> None:
