@@ -366,7 +366,13 @@ def _rounds(
                 figures[what, who].cpu.append(cpu)
                 answers[who] = out.read_bytes()
             assert answers["before"] == answers["now"], f"{what}: the answers differ"
-        print(f"  round {turn + 1} of {rounds} done: every answer the same as before")
+            before, now = figures[what, "before"], figures[what, "now"]
+            print(
+                f"  round {turn + 1}, {what}: before {before.wall[-1]:.2f} s"
+                f" ({before.cpu[-1]:.2f} cpu), now {now.wall[-1]:.2f} s ({now.cpu[-1]:.2f} cpu)",
+                flush=True,
+            )
+        print(f"  round {turn + 1} of {rounds} done: every answer the same as before", flush=True)
     print(f"seconds, median of {rounds} (min-max); cpu: user + system, median")
     print(
         f"{'':26} {'before':>22} {'now':>22} {'ratio':>6} {'cpu then':>8} {'cpu now':>8}"
