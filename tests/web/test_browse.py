@@ -6,7 +6,8 @@ import httpx
 from playwright.sync_api import expect
 
 from tests.web.browser import Tab
-from tests.web.seed import DECLARED_8, upload_text
+from tests.web.seed import DECLARED_8, tiny_trace, upload_text
+from tracesets import vocabulary
 
 XSS = "<img src=x onerror=alert(1)>"
 STORED = (
@@ -222,3 +223,29 @@ def test_a_traceset_of_many_files_shows_a_page_of_them_and_the_rest_page_by_page
     expect(page.locator("#files-state")).to_have_text("Files 1,201–1,205 of 1,205.")
     expect(page.locator("#files-next")).to_be_disabled()
     assert tab.focused() == "#files-previous"  # the keyboard is not dropped at the end
+
+
+def _inspected(api: httpx.Client, traceset_id: str) -> None:
+    """Wait until the service has read the traceset's traces (its queue runs apart)."""
+    while (api.get(f"/api/v1/tracesets/{traceset_id}").json()["inspection"] or {}).get(
+        "status"
+    ) in (None, "pending", "running"):
+        api.get("/api/v1/whoami")  # one round trip between looks, not a sleep
+
+
+def test_every_list_filter_of_the_service_is_on_the_page(tab: Tab, api: httpx.Client) -> None:
+    traces = {f"rank{r}.json": tiny_trace(r, 2) for r in range(2)}
+    agree = upload_text(api, '{"shape": {"rankCount": 2}}', name="agrees", files=traces)
+    disagree = upload_text(api, '{"shape": {"rankCount": 8}}', name="disagrees", files=traces)
+    for created in (agree, disagree):
+        _inspected(api, created["tracesetId"])
+    tab.sign_in()
+    page = tab.page
+    for f in vocabulary.FILTERS:
+        expect(page.get_by_label(f.label, exact=True)).to_have_count(1)
+    rows = page.locator("table.tracesets tbody tr .cell-name")
+    for choice, wanted in (("No", "disagrees"), ("Yes", "agrees")):
+        page.get_by_label("Inspected OK", exact=True).select_option(label=choice)
+        page.get_by_role("button", name="Apply filters").click()
+        expect(rows).to_have_text([wanted])
+    assert "inspected_ok=true" in page.url

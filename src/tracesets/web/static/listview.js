@@ -1,18 +1,26 @@
 // The list of tracesets: the API's filters, status and rank count, cursor pages.
 
 import { call, query } from './api.js';
+import { FILTERS as VOCABULARY, STATUSES } from './vocabulary.js';
 import { cell, formatBytes, formatCount, h, plural, replace, statusBadge, timeElement } from './dom.js';
 
 const PAGE_SIZE = 20;
 
-export const FILTERS = [
-  { name: 'workload_family', label: 'Workload family', type: 'text' },
-  { name: 'workload_name', label: 'Workload name', type: 'text' },
-  { name: 'global_batch_size', label: 'Global batch size', type: 'number' },
-  { name: 'rank_count', label: 'Rank count', type: 'number' },
+// The service's own list of filters (tracesets.vocabulary, rendered into vocabulary.js):
+// fields for the text and integer ones, selects for the status and the yes/no ones.
+export const FILTERS = VOCABULARY
+  .filter((f) => f.kind === 'text' || f.kind === 'integer')
+  .map((f) => ({ name: f.name, label: f.label, type: f.kind === 'integer' ? 'number' : 'text' }));
+const CHOICES = [
+  ...VOCABULARY.filter((f) => f.kind === 'status').map((f) => ({
+    name: f.name, label: f.label,
+    options: [['', 'Any'], ...STATUSES.map((s) => [s, s[0].toUpperCase() + s.slice(1)])],
+  })),
+  ...VOCABULARY.filter((f) => f.kind === 'boolean').map((f) => ({
+    name: f.name, label: f.label, options: [['', 'Any'], ['true', 'Yes'], ['false', 'No']],
+  })),
 ];
-const STATUSES = [['', 'Any'], ['pending', 'Pending'], ['ready', 'Ready'], ['promoted', 'Promoted']];
-const NAMES = [...FILTERS.map((f) => f.name), 'status'];
+const NAMES = [...FILTERS.map((f) => f.name), ...CHOICES.map((c) => c.name)];
 
 // The cursors of the pages seen for the current filters, so Previous needs no cursor of its own.
 let pages = { key: null, cursors: [null], index: 0 };
@@ -39,20 +47,21 @@ function field(filter, value) {
     h('p', { class: 'field-error', id: `${id}-error`, 'data-member': filter.name }));
 }
 
-function statusField(value) {
-  const select = h('select', { id: 'filter-status', name: 'status', 'aria-describedby': 'filter-status-error' },
-    STATUSES.map(([v, label]) => h('option', { value: v, selected: v === (value || '') }, label)));
+function choiceField(choice, value) {
+  const id = `filter-${choice.name}`;
+  const select = h('select', { id, name: choice.name, 'aria-describedby': `${id}-error` },
+    choice.options.map(([v, label]) => h('option', { value: v, selected: v === (value || '') }, label)));
   return h('div', { class: 'field' },
-    h('label', { for: 'filter-status' }, 'Status'),
+    h('label', { for: id }, choice.label),
     select,
-    h('p', { class: 'field-error', id: 'filter-status-error', 'data-member': 'status' }));
+    h('p', { class: 'field-error', id: `${id}-error`, 'data-member': choice.name }));
 }
 
 function filterForm(filters, navigate) {
   const form = h('form', { class: 'filters', role: 'search', 'aria-label': 'Filter tracesets', novalidate: true },
     h('div', { class: 'filter-fields' },
       FILTERS.map((f) => field(f, filters[f.name])),
-      statusField(filters.status)),
+      CHOICES.map((c) => choiceField(c, filters[c.name]))),
     h('div', { class: 'filter-actions' },
       h('button', { type: 'submit', class: 'button primary' }, 'Apply filters'),
       h('button', {
