@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import base64
 import logging
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 from sqlalchemy import Connection
 
 from tracesets.db import file_rows, queries
 from tracesets.problems import Conflict, Problem
-from tracesets.records import Checked, Traceset
+from tracesets.records import Checked, StoredFile, Traceset
 from tracesets.service.core import ANSWER_FILES, ServiceCore, not_found, utcnow
 from tracesets.storage.base import UploadIncomplete, blob_key
 
@@ -50,27 +52,58 @@ class Completion(ServiceCore):
     def _finished(self, traceset: Traceset) -> dict[int, Checked]:
         """How the store found each file whole; Conflict naming every file not whole."""
         digests: dict[int, Checked] = {}
-        missing: list[Problem] = []
         checked = self.store.checked_at_upload(traceset.id)
+        unchecked: list[StoredFile] = []
         for f in traceset.files:
-            key = blob_key(traceset.id, f.idx)
             # Sent in one PUT (no upload id) whose URL signed the declared digest.
-            if f.upload_id is None and f.sha256_declared and checked.get(key) == f.size:
+            if (
+                f.upload_id is None
+                and f.sha256_declared
+                and checked.get(blob_key(traceset.id, f.idx)) == f.size
+            ):
                 digests[f.idx] = Checked(
                     f.sha256_declared, "s3-sha256", _base64_sha256(f.sha256_declared)
                 )
-                continue
-            try:
-                digests[f.idx] = self.store.finish_upload(
-                    key, size=f.size, sha256=f.expected_sha256, upload_id=f.upload_id
-                )
-            except UploadIncomplete as why:
-                missing.append(Problem(f"files[{f.idx}]", f.name, f"{f.name} {why}"))
+            else:
+                unchecked.append(f)
+        missing: list[Problem] = []
+        for f, found in zip(unchecked, self._finish_each(traceset.id, unchecked), strict=True):
+            if isinstance(found, Checked):
+                digests[f.idx] = found
+            else:
+                missing.append(Problem(f"files[{f.idx}]", f.name, f"{f.name} {found}"))
         if missing:
             raise Conflict.of(missing)
         if checked:
             log.info("checked %d files of %s from the store's listing", len(checked), traceset.id)
         return digests
+
+    def _finish_each(
+        self, traceset_id: str, files: list[StoredFile]
+    ) -> Iterator[Checked | UploadIncomplete]:
+        """Each file finished in the store, in order, ``checks_at_once`` at a time: what it
+        holds, or why it is not whole. Any other failure is raised."""
+
+        def finish(f: StoredFile) -> Checked | UploadIncomplete:
+            try:
+                return self.store.finish_upload(
+                    blob_key(traceset_id, f.idx),
+                    size=f.size,
+                    sha256=f.expected_sha256,
+                    upload_id=f.upload_id,
+                )
+            except UploadIncomplete as why:
+                return why
+
+        at_once = min(self.store.checks_at_once, len(files))
+        if at_once <= 1:
+            yield from map(finish, files)
+            return
+        pool = ThreadPoolExecutor(at_once, thread_name_prefix="tracesets-complete")
+        try:
+            yield from pool.map(finish, files)
+        finally:  # a store failing ends the checks not yet started
+            pool.shutdown(cancel_futures=True)
 
     def _mark_ready(
         self, workspace: str, traceset_id: str, digests: dict[int, Checked]

@@ -54,6 +54,11 @@ class UploadIncomplete(Exception):
 
 
 class BlobStore(Protocol):
+    #: How many files ``complete`` checks at once: a remote store answers each check in
+    #: a round trip, so a traceset of 100,000 files waits on them side by side; a local
+    #: one reads its own disk, where one at a time is as fast.
+    checks_at_once: int
+
     def plan_upload(
         self,
         key: str,

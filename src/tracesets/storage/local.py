@@ -166,6 +166,8 @@ def _too_long(size: int) -> InvalidRequest:
 class LocalBlobStore:
     """The ``BlobStore`` of a folder; its upload and download URLs point at the service."""
 
+    checks_at_once = 1
+
     def __init__(
         self,
         root: Path,

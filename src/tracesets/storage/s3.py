@@ -58,12 +58,17 @@ MIN_PART_SIZE: Final = 5 * MIB  # S3's minimum for every part but the last
 MAX_SINGLE_PUT: Final = 5 * 1024**3  # S3 refuses a single PUT above 5 GiB
 MAX_PRESIGN_SECONDS: Final = 7 * 24 * 3600  # SigV4's limit
 _READ_CHUNK: Final = 8 * MIB
+#: Files ``complete`` checks at once (a HEAD each, more for parts), and the client's
+#: connections, so that none of them waits for a connection.
+CHECKS_AT_ONCE: Final = 16
 #: Beside a file's key, the part digests its client declared (JSON): resuming signs the
 #: missing parts with them again, and ``complete`` checks S3's composite against them.
 _PARTS_SUFFIX: Final = ".part-sha256"
 
 
 class S3BlobStore:
+    checks_at_once = CHECKS_AT_ONCE
+
     def __init__(
         self,
         url: str,
@@ -89,6 +94,7 @@ class S3BlobStore:
                 signature_version="s3v4",
                 s3={"addressing_style": "path" if path_style else "auto"},
                 retries={"max_attempts": 5, "mode": "standard"},
+                max_pool_connections=2 * CHECKS_AT_ONCE,
             ),
         )
 
