@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
@@ -101,3 +102,32 @@ def test_a_changed_file_is_a_new_upload(
     )
     assert done.status == "ready"
     assert len(list(make_client(server.url, workspace_token).list_tracesets())) == 2
+
+
+def test_a_file_changed_in_place_is_a_new_upload(
+    server: ServerProcess,
+    workspace_token: str,
+    traces: Path,
+    tmp_path: Path,
+    make_client: MakeClient,
+) -> None:
+    """The rerun finds the upload (same names, sizes and roles), hashes every file, and
+    starts afresh because one declared file holds other bytes now: the new traceset has
+    the new bytes, and the state remembers nothing once it is ready."""
+    state = UploadState(tmp_path / "state.json")
+    first = make_client(
+        server.url,
+        workspace_token,
+        transport=LosesPutsTo("/1"),
+        retry=RetryPolicy(retries=0),
+        state=state,
+    )
+    with pytest.raises(ClientError) as failed:
+        first.upload(traces, name="edited", workload_metadata=RANKS)
+    (traces / "rank0.json").write_bytes(os.urandom(60_000))  # same size, other bytes
+    client = make_client(server.url, workspace_token, state=state)
+    done = client.upload(traces, name="edited", workload_metadata=RANKS)
+    assert done.status == "ready" and done.id != failed.value.traceset_id
+    digest = hashlib.sha256((traces / "rank0.json").read_bytes()).hexdigest()
+    assert {f.name: f.sha256 for f in done.files}["rank0.json"] == digest
+    assert state.path.read_text() == "{}"

@@ -12,14 +12,8 @@ import httpx
 
 from tracesets.client.core import ClientCore
 from tracesets.client.errors import ClientError
-from tracesets.client.files import (
-    Download,
-    LocalFile,
-    Put,
-    hash_file,
-    total_size,
-)
-from tracesets.client.progress import ProgressCallback, ProgressCounter
+from tracesets.client.files import Download, LocalFile, Put, hash_file
+from tracesets.client.progress import ProgressCounter
 from tracesets.client.steps import (
     Attempts,
     Call,
@@ -28,9 +22,12 @@ from tracesets.client.steps import (
     Fetch,
     Flow,
     Hash,
-    PutAll,
+    Puts,
+    PutsDone,
     Sending,
+    StartPuts,
     Step,
+    hash_counter,
 )
 
 T = TypeVar("T")
@@ -47,27 +44,48 @@ class AwaitingIO(ClientCore):
         """``Client._run``, each step awaited."""
         answer: Any = None
         failure: Exception | None = None
-        while True:
-            try:
-                step = flow.send(answer) if failure is None else flow.throw(failure)
-            except StopIteration as done:
-                return done.value  # type: ignore[no-any-return]
-            try:
-                answer, failure = await self._perform(step), None
-            except Exception as exc:  # thrown into the flow, which decides
-                answer, failure = None, exc
+        puts: list[_Background] = []  # the flow's background PUTs, once it starts some
+        try:
+            while True:
+                try:
+                    step = flow.send(answer) if failure is None else flow.throw(failure)
+                except StopIteration as done:
+                    return done.value  # type: ignore[no-any-return]
+                try:
+                    answer, failure = await self._perform(step, puts), None
+                except Exception as exc:  # thrown into the flow, which decides
+                    answer, failure = None, exc
+        except BaseException as exc:
+            for running in puts:  # Ctrl-C (or a cancelled task) stops them at once
+                await running.close(abort=not isinstance(exc, Exception))
+            raise
+        finally:
+            for running in puts:
+                await running.close(abort=False)
 
-    async def _perform(self, step: Step) -> Any:
+    async def _background(self, step: StartPuts | Puts | PutsDone, puts: list[_Background]) -> None:
+        if isinstance(step, StartPuts):
+            for running in puts:
+                await running.close(abort=False)
+            puts[:] = [_Background(self, step)]
+        elif not puts:
+            raise RuntimeError("PUTs asked for before StartPuts")
+        elif isinstance(step, Puts):
+            puts[0].add(step.puts, step.counted)
+        else:
+            await puts[0].wait()
+
+    async def _perform(self, step: Step, puts: list[_Background]) -> Any:
         if isinstance(step, Call):
             return await self._fetch(step)
         if isinstance(step, Hash):
-            return await self._hash(step.files, step.progress)
-        if isinstance(step, PutAll):
-            return await self._put_all(step)
+            return await self._hash(step)
         if isinstance(step, Fetch):
             return await self._fetch_bytes(step)
         if isinstance(step, Disk):
             return await asyncio.to_thread(step.work)
+        if isinstance(step, StartPuts | Puts | PutsDone):
+            return await self._background(step, puts)
         if isinstance(step, Each):
             return await self._each([self._run(flow) for flow in step.flows])
         await asyncio.sleep(step.seconds)
@@ -149,11 +167,8 @@ class AwaitingIO(ClientCore):
                 raise outcome
         return [o for o in outcomes if not isinstance(o, BaseException)]
 
-    async def _hash(
-        self, files: list[LocalFile], progress: ProgressCallback | None
-    ) -> list[LocalFile]:
-        counter = ProgressCounter(total_size([f for f in files if f.sha256 is None]), progress)
-        counter.start()
+    async def _hash(self, step: Hash) -> list[LocalFile]:
+        counter = hash_counter(step)
         limit = asyncio.Semaphore(self.concurrency)
 
         async def one(file: LocalFile) -> LocalFile:
@@ -162,13 +177,7 @@ class AwaitingIO(ClientCore):
             async with limit:
                 return await asyncio.to_thread(hash_file, file, counter.add)
 
-        return await _all_or_none([one(f) for f in files])
-
-    async def _put_all(self, step: PutAll) -> None:
-        puts = step.puts
-        counter = ProgressCounter(sum(p.length for p in puts), step.progress, step.files, len(puts))
-        counter.start()
-        await self._each([self._put(put, counter) for put in puts])
+        return await _all_or_none([one(f) for f in step.files])
 
     async def _put(self, put: Put, counter: ProgressCounter) -> None:
         sending = Sending(put, counter)
@@ -186,6 +195,51 @@ class AwaitingIO(ClientCore):
             rewind=sending.rewind,
         )
         sending.check(response)
+
+
+class _Background:
+    """The PUTs of one ``StartPuts`` as tasks, ``concurrency`` at a time. After a failure
+    no new PUT starts, but those in flight finish; cancelling the flow cancels them."""
+
+    def __init__(self, io: AwaitingIO, step: StartPuts) -> None:
+        self.io = io
+        self.counter = ProgressCounter(step.total, step.progress, step.files, step.count)
+        self.counter.start()
+        self.limit = asyncio.Semaphore(io.concurrency)
+        self.tasks: list[asyncio.Task[None]] = []
+        self.stopped = False
+
+    def add(self, puts: list[Put], counted: int) -> None:
+        self.raise_failure()
+        if len(puts) != counted:  # files sent in parts
+            self.counter.expect(len(puts) - counted)
+        self.tasks += [asyncio.ensure_future(self._one(put)) for put in puts]
+
+    async def _one(self, put: Put) -> None:
+        async with self.limit:
+            if self.stopped:
+                return
+            try:
+                await self.io._put(put, self.counter)
+            except BaseException:
+                self.stopped = True
+                raise
+
+    def raise_failure(self) -> None:
+        for task in self.tasks:
+            if task.done() and not task.cancelled() and (error := task.exception()) is not None:
+                raise error
+
+    async def wait(self) -> None:
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+        self.raise_failure()
+
+    async def close(self, *, abort: bool) -> None:
+        self.stopped = True
+        if abort:
+            for task in self.tasks:
+                task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
 
 
 def _forget(job: Awaitable[Any]) -> None:

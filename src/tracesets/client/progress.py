@@ -23,9 +23,11 @@ class ProgressCounter:
         callback: ProgressCallback | None,
         files: FilesCallback | None = None,
         count: int = 0,
+        *,
+        done: int = 0,
     ) -> None:
         self.total = total
-        self.done = 0
+        self.done = done
         self.count = count
         self.arrived = 0
         self._flying: list[str] = []
@@ -33,9 +35,15 @@ class ProgressCounter:
         self._files = files
         self._lock = threading.Lock()
 
+    def expect(self, count: int) -> None:
+        """``count`` more transfers to come than said (a file sent in parts)."""
+        with self._lock:
+            self.count += count
+            self._tell_files()
+
     def start(self) -> None:
         if self._callback is not None:
-            self._callback(0, self.total)
+            self._callback(self.done, self.total)
         if self._files is not None:
             self._files(0, self.count, [])
 

@@ -4,7 +4,9 @@ A flow (``ClientCore``'s ``_..._flow`` generators) yields steps and gets their r
 
     Call     one API request, retried; the flow gets the answer, read and typed
     Hash     each file's sha256 (files that have one keep it); the flow gets the files
-    PutAll   every PUT of an upload, ``concurrency`` at a time
+    StartPuts, Puts, PutsDone
+             PUTs sent in the background, ``concurrency`` at a time, while the flow
+             goes on (hashing and declaring the next files); then waited for
     Sleep    a pause
     Fetch    a signed URL's bytes streamed into a file, checked
     Disk     local file work, off the event loop for the async client
@@ -25,7 +27,7 @@ import httpx
 
 from tracesets.client import protocol
 from tracesets.client.errors import ClientError
-from tracesets.client.files import LocalFile, Put, already_stored, read_range
+from tracesets.client.files import LocalFile, Put, already_stored, read_range, total_size
 from tracesets.client.progress import FilesCallback, ProgressCallback, ProgressCounter
 from tracesets.client.retry import RetryPolicy
 
@@ -51,13 +53,39 @@ class Call(Generic[T]):
 class Hash:
     files: list[LocalFile]
     progress: ProgressCallback | None
+    #: Bytes hashed before these files, of ``total``: an upload hashed batch after batch
+    #: shows one progress, not one per batch. ``None``: these files' own size.
+    before: int = 0
+    total: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
-class PutAll:
-    puts: list[Put]
+class StartPuts:
+    """A new set of background PUTs, ``total`` bytes and ``count`` transfers in all (the
+    ``Puts`` that follow; a file each, until a file goes in parts); one not waited for is
+    stopped first (no new PUT of it starts, those running finish)."""
+
+    total: int
+    count: int
     progress: ProgressCallback | None
     files: FilesCallback | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Puts:
+    """PUTs started in the background, ``concurrency`` at a time in all; the flow goes
+    on at once. Raises the first failure of an earlier PUT, if any: after a failure no
+    new PUT starts, but those in flight finish, so a resume has less to send."""
+
+    puts: list[Put]
+    #: Transfers ``StartPuts`` counted for these PUTs: their files.
+    counted: int
+
+
+@dataclass(frozen=True, slots=True)
+class PutsDone:
+    """Every PUT started waited for; the first failure raised. A flow that ends without
+    it (an error, say) has its PUTs stopped as ``StartPuts`` stops them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +119,7 @@ class Each:
     flows: list[Generator[Any, Any, Any]]
 
 
-Step = Call[Any] | Hash | PutAll | Sleep | Fetch | Disk | Each
+Step = Call[Any] | Hash | StartPuts | Puts | PutsDone | Sleep | Fetch | Disk | Each
 Flow = Generator[Step, Any, T]
 
 
@@ -100,8 +128,22 @@ def ask(call: Call[T]) -> Flow[T]:
     return cast(T, (yield call))
 
 
-def hashed(files: list[LocalFile], progress: ProgressCallback | None) -> Flow[list[LocalFile]]:
-    return cast(list[LocalFile], (yield Hash(files, progress)))
+def hashed(
+    files: list[LocalFile],
+    progress: ProgressCallback | None,
+    before: int = 0,
+    total: int | None = None,
+) -> Flow[list[LocalFile]]:
+    return cast(list[LocalFile], (yield Hash(files, progress, before, total)))
+
+
+def hash_counter(step: Hash) -> ProgressCounter:
+    """The progress of ``step``'s hashing, on from the batches hashed before it."""
+    size = total_size(f for f in step.files if f.sha256 is None)
+    total = step.before + size if step.total is None else step.total
+    counter = ProgressCounter(total, step.progress, done=step.before)
+    counter.start()
+    return counter
 
 
 def reading(model: type[protocol.Model], what: str) -> Callable[[httpx.Response], protocol.Model]:
