@@ -38,7 +38,7 @@ def _stdout() -> Console:
 
 def inspect_local(files: Sequence[LocalFile]) -> list[FileFinding]:
     """Findings for the primary files among ``files``: their headers (and tails), no figures."""
-    from tracesets.cli.reading import read_files  # with the analysis: only when reading
+    from tracesets.cli.reading import read_files  # only when reading
 
     return read_files(files, figures=False).findings
 

@@ -15,12 +15,14 @@ from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from tracesets.analysis import TraceAnalysis, analyze_file
 from tracesets.client.files import LocalFile
 from tracesets.inspection import FileFinding, FileSource, SourceError, inspect_file
 from tracesets.inspection.source import ByteSource, read_once
+
+if TYPE_CHECKING:
+    from tracesets.analysis import TraceAnalysis
 
 #: Files a process gets at the least: with fewer, starting it costs more than it saves
 #: (two processes from 64 files).
@@ -64,8 +66,12 @@ def read_file(file: LocalFile, figures: bool) -> LocalReading:
         findings = inspect_file(file.name, source)
     except (OSError, SourceError) as error:
         return LocalReading([unreadable(file, error)], [])
+    if not figures:
+        return LocalReading(findings, [])
+    from tracesets.analysis import analyze_file  # the figures' pass: not for headers alone
+
     try:
-        traces = analyze_file(file.name, source) if figures else []
+        traces = analyze_file(file.name, source)
     except (OSError, SourceError):  # a file read again (a large one) that failed this time:
         traces = []  # its findings stand, and a missing figure is no wrong one
     return LocalReading(findings, traces)
