@@ -20,7 +20,7 @@ from tracesets.client.errors import ClientError
 from tracesets.client.files import collect, hash_file, undigested
 from tracesets.client.models import Traceset, UploadUrlResponse, Whoami
 from tracesets.client.state import UploadState, fingerprint
-from tracesets.client.steps import Call, Hash, Puts, PutsDone, StartPuts
+from tracesets.client.steps import Call, HashAhead, Hashed, Puts, PutsDone, StartPuts
 
 NOW = "2026-01-01T00:00:00.000Z"
 
@@ -67,8 +67,10 @@ def test_an_upload_is_whoami_hash_upload_url_puts_complete(tmp_path: Path) -> No
     step = next(flow)
     assert isinstance(step, Call) and (step.method, step.path) == ("GET", "/api/v1/whoami")
     step = flow.send(Whoami(workspace="w", scopes=["read", "write"]))
-    assert isinstance(step, Hash) and [f.sha256 for f in step.files] == [None, None]
-    step = flow.send([hash_file(f) for f in step.files])
+    assert isinstance(step, HashAhead) and [f.sha256 for f in step.files] == [None, None]
+    files = step.files
+    assert flow.send(None) == Hashed(2)
+    step = flow.send([hash_file(f) for f in files])
     assert isinstance(step, Call) and step.path == "/api/v1/tracesets/upload-url"
     assert step.expect == 201 and len(step.headers["Idempotency-Key"]) == 36
     assert all(len(f["sha256"]) == 64 for f in step.body["files"])
@@ -95,7 +97,8 @@ def test_a_failed_put_names_the_traceset_and_keeps_it_for_a_resume(tmp_path: Pat
     flow = client._upload_flow(upload, None, None, 0)
     next(flow)
     hashing = flow.send(Whoami(workspace="w", scopes=["write"]))
-    assert isinstance(hashing, Hash)
+    assert isinstance(hashing, HashAhead)
+    assert flow.send(None) == Hashed(2)
     asked = flow.send([hash_file(f) for f in hashing.files])
     assert isinstance(asked, Call)
     assert isinstance(flow.send(created(asked.body)), StartPuts)
@@ -130,17 +133,18 @@ def test_an_upload_past_one_batch_declares_the_rest_with_add_files(
     flow = client._upload_flow(upload, None, None, 0)
     next(flow)
     hashing = flow.send(Whoami(workspace="w", scopes=["write"]))
-    assert isinstance(hashing, Hash)
-    first = flow.send([hash_file(f) for f in hashing.files])
+    assert isinstance(hashing, HashAhead) and len(hashing.files) == 3  # all, in the background
+    files = [hash_file(f) for f in hashing.files]
+    assert flow.send(None) == Hashed(2)
+    first = flow.send(files[:2])
     assert isinstance(first, Call) and first.path == "/api/v1/tracesets/upload-url"
     assert [f["name"] for f in first.body["files"]] == ["rank0.json", "rank1.json"]
     assert isinstance(flow.send(created(first.body)), StartPuts)
     puts = flow.send(None)
     assert isinstance(puts, Puts)
     names = [p.file.name for p in puts.puts]
-    hashing = flow.send(None)  # the next batch is read while the first is sent
-    assert isinstance(hashing, Hash) and [f.name for f in hashing.files] == ["rank2.json"]
-    rest = flow.send([hash_file(f) for f in hashing.files])
+    assert flow.send(None) == Hashed(1)  # the next batch, hashed while the first is sent
+    rest = flow.send(files[2:])
     assert isinstance(rest, Call) and (rest.method, rest.path) == (
         "POST",
         "/api/v1/tracesets/t1/files",

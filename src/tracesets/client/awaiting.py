@@ -4,6 +4,7 @@ threads, so the event loop never waits on the disk."""
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -15,6 +16,7 @@ from tracesets.client.errors import ClientError
 from tracesets.client.files import Download, LocalFile, Put, hash_file
 from tracesets.client.progress import ProgressCounter
 from tracesets.client.steps import (
+    HASH_AHEAD_THREADS,
     Attempts,
     Call,
     Disk,
@@ -22,6 +24,8 @@ from tracesets.client.steps import (
     Fetch,
     Flow,
     Hash,
+    HashAhead,
+    Hashed,
     Puts,
     PutsDone,
     Sending,
@@ -44,7 +48,7 @@ class AwaitingIO(ClientCore):
         """``Client._run``, each step awaited."""
         answer: Any = None
         failure: Exception | None = None
-        puts: list[_Background] = []  # the flow's background PUTs, once it starts some
+        background = _Running(self)
         try:
             while True:
                 try:
@@ -52,30 +56,17 @@ class AwaitingIO(ClientCore):
                 except StopIteration as done:
                     return done.value  # type: ignore[no-any-return]
                 try:
-                    answer, failure = await self._perform(step, puts), None
+                    answer, failure = await self._perform(step, background), None
                 except Exception as exc:  # thrown into the flow, which decides
                     answer, failure = None, exc
         except BaseException as exc:
-            for running in puts:  # Ctrl-C (or a cancelled task) stops them at once
-                await running.close(abort=not isinstance(exc, Exception))
+            # Ctrl-C (or a cancelled task) stops the PUTs at once; an error lets them finish.
+            await background.close(abort=not isinstance(exc, Exception))
             raise
         finally:
-            for running in puts:
-                await running.close(abort=False)
+            await background.close(abort=False)
 
-    async def _background(self, step: StartPuts | Puts | PutsDone, puts: list[_Background]) -> None:
-        if isinstance(step, StartPuts):
-            for running in puts:
-                await running.close(abort=False)
-            puts[:] = [_Background(self, step)]
-        elif not puts:
-            raise RuntimeError("PUTs asked for before StartPuts")
-        elif isinstance(step, Puts):
-            puts[0].add(step.puts, step.counted)
-        else:
-            await puts[0].wait()
-
-    async def _perform(self, step: Step, puts: list[_Background]) -> Any:
+    async def _perform(self, step: Step, background: _Running) -> Any:
         if isinstance(step, Call):
             return await self._fetch(step)
         if isinstance(step, Hash):
@@ -84,8 +75,8 @@ class AwaitingIO(ClientCore):
             return await self._fetch_bytes(step)
         if isinstance(step, Disk):
             return await asyncio.to_thread(step.work)
-        if isinstance(step, StartPuts | Puts | PutsDone):
-            return await self._background(step, puts)
+        if isinstance(step, HashAhead | Hashed | StartPuts | Puts | PutsDone):
+            return await background.perform(step)
         if isinstance(step, Each):
             return await self._each([self._run(flow) for flow in step.flows])
         await asyncio.sleep(step.seconds)
@@ -197,6 +188,42 @@ class AwaitingIO(ClientCore):
         sending.check(response)
 
 
+class _Running:
+    """What one flow runs in the background: its hashing ahead and its PUTs."""
+
+    def __init__(self, io: AwaitingIO) -> None:
+        self.io = io
+        self.hashing: _HashingAhead | None = None
+        self.puts: _Background | None = None
+
+    async def perform(self, step: HashAhead | Hashed | StartPuts | Puts | PutsDone) -> Any:
+        if isinstance(step, HashAhead):
+            if self.hashing is not None:
+                await self.hashing.close()
+            self.hashing = _HashingAhead(step)
+            return None
+        if isinstance(step, StartPuts):
+            if self.puts is not None:
+                await self.puts.close(abort=False)
+            self.puts = _Background(self.io, step)
+            return None
+        if isinstance(step, Hashed):
+            if self.hashing is None:
+                raise RuntimeError("Hashed before HashAhead")
+            return await self.hashing.next(step.count)
+        if self.puts is None:
+            raise RuntimeError("PUTs asked for before StartPuts")
+        if isinstance(step, Puts):
+            return self.puts.add(step.puts, step.counted)
+        return await self.puts.wait()
+
+    async def close(self, *, abort: bool) -> None:
+        if self.hashing is not None:
+            await self.hashing.close()
+        if self.puts is not None:
+            await self.puts.close(abort=abort)
+
+
 class _Background:
     """The PUTs of one ``StartPuts`` as tasks, ``concurrency`` at a time. After a failure
     no new PUT starts, but those in flight finish; cancelling the flow cancels them."""
@@ -264,3 +291,40 @@ async def _all_or_none(jobs: list[Awaitable[T]]) -> list[T]:
         if not task.cancelled() and (error := task.exception()) is not None:
             raise error
     return [task.result() for task in tasks]
+
+
+class _HashingAhead:
+    """``HashAhead``'s files hashed in order on worker threads, a few at a time; closing
+    it stops each file being hashed at its next chunk."""
+
+    def __init__(self, step: HashAhead) -> None:
+        self.counter = hash_counter(step)
+        self.stopped = False
+        self.limit = asyncio.Semaphore(HASH_AHEAD_THREADS)
+        self.tasks = deque(asyncio.ensure_future(self._one(file)) for file in step.files)
+
+    async def _one(self, file: LocalFile) -> LocalFile:
+        if file.sha256 is not None:
+            return file
+        async with self.limit:
+            return await asyncio.to_thread(hash_file, file, self._read)
+
+    def _read(self, count: int) -> None:
+        if self.stopped:
+            raise _Stopped
+        self.counter.add(count)
+
+    async def next(self, count: int) -> list[LocalFile]:
+        if count > len(self.tasks):
+            raise RuntimeError("Hashed asks for more files than HashAhead was given")
+        return [await self.tasks.popleft() for _ in range(count)]
+
+    async def close(self) -> None:
+        self.stopped = True
+        for task in self.tasks:
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+
+
+class _Stopped(Exception):
+    """The hashing ahead was closed: stop reading."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
@@ -17,6 +18,7 @@ from tracesets.client.errors import ClientError
 from tracesets.client.files import Download, LocalFile, Put, hash_file
 from tracesets.client.progress import ProgressCounter
 from tracesets.client.steps import (
+    HASH_AHEAD_THREADS,
     Attempts,
     Call,
     Disk,
@@ -24,6 +26,8 @@ from tracesets.client.steps import (
     Fetch,
     Flow,
     Hash,
+    HashAhead,
+    Hashed,
     Puts,
     PutsDone,
     Sending,
@@ -47,11 +51,11 @@ class BlockingIO(ClientCore):
     # -- performing the core's steps -------------------------------------------------------
 
     def _run(self, flow: Flow[T]) -> T:
-        """Perform each step the flow asks for; a failure goes back into the flow. PUTs
-        the flow started and did not wait for are stopped when it ends."""
+        """Perform each step the flow asks for; a failure goes back into the flow. What
+        the flow started in the background and did not wait for is stopped when it ends."""
         answer: Any = None
         failure: Exception | None = None
-        puts: list[_Background] = []  # the flow's background PUTs, once it starts some
+        background = _Running(self)
         try:
             while True:
                 try:
@@ -59,30 +63,17 @@ class BlockingIO(ClientCore):
                 except StopIteration as done:
                     return done.value  # type: ignore[no-any-return]
                 try:
-                    answer, failure = self._perform(step, puts), None
+                    answer, failure = self._perform(step, background), None
                 except Exception as exc:  # thrown into the flow, which decides
                     answer, failure = None, exc
         except BaseException as exc:
-            for running in puts:  # Ctrl-C (or a cancelled task) stops them at once
-                running.close(abort=not isinstance(exc, Exception))
+            # Ctrl-C (or a cancelled task) stops the PUTs at once; an error lets them finish.
+            background.close(abort=not isinstance(exc, Exception))
             raise
         finally:
-            for running in puts:
-                running.close(abort=False)
+            background.close(abort=False)
 
-    def _background(self, step: StartPuts | Puts | PutsDone, puts: list[_Background]) -> None:
-        if isinstance(step, StartPuts):
-            for running in puts:
-                running.close(abort=False)
-            puts[:] = [_Background(self, step)]
-        elif not puts:
-            raise RuntimeError("PUTs asked for before StartPuts")
-        elif isinstance(step, Puts):
-            puts[0].add(step.puts, step.counted)
-        else:
-            puts[0].wait()
-
-    def _perform(self, step: Step, puts: list[_Background]) -> Any:
+    def _perform(self, step: Step, background: _Running) -> Any:
         if isinstance(step, Call):
             return self._fetch(step)
         if isinstance(step, Hash):
@@ -91,8 +82,8 @@ class BlockingIO(ClientCore):
             return self._fetch_bytes(step)
         if isinstance(step, Disk):
             return step.work()
-        if isinstance(step, StartPuts | Puts | PutsDone):
-            return self._background(step, puts)
+        if isinstance(step, HashAhead | Hashed | StartPuts | Puts | PutsDone):
+            return background.perform(step)
         if isinstance(step, Each):
             return self._each(self._run, step.flows)
         time.sleep(step.seconds)
@@ -211,6 +202,42 @@ class BlockingIO(ClientCore):
         sending.check(response)
 
 
+class _Running:
+    """What one flow runs in the background: its hashing ahead and its PUTs."""
+
+    def __init__(self, io: BlockingIO) -> None:
+        self.io = io
+        self.hashing: _HashingAhead | None = None
+        self.puts: _Background | None = None
+
+    def perform(self, step: HashAhead | Hashed | StartPuts | Puts | PutsDone) -> Any:
+        if isinstance(step, HashAhead):
+            if self.hashing is not None:
+                self.hashing.close()
+            self.hashing = _HashingAhead(step)
+            return None
+        if isinstance(step, StartPuts):
+            if self.puts is not None:
+                self.puts.close(abort=False)
+            self.puts = _Background(self.io, step)
+            return None
+        if isinstance(step, Hashed):
+            if self.hashing is None:
+                raise RuntimeError("Hashed before HashAhead")
+            return self.hashing.next(step.count)
+        if self.puts is None:
+            raise RuntimeError("PUTs asked for before StartPuts")
+        if isinstance(step, Puts):
+            return self.puts.add(step.puts, step.counted)
+        return self.puts.wait()
+
+    def close(self, *, abort: bool) -> None:
+        if self.hashing is not None:
+            self.hashing.close()
+        if self.puts is not None:
+            self.puts.close(abort=abort)
+
+
 class _Background:
     """The PUTs of one ``StartPuts``, ``concurrency`` at a time on a pool of their own.
     After a failure no new PUT starts, but those in flight finish, so a resume has less
@@ -258,3 +285,33 @@ class _Background:
         if abort:
             self.abort.set()
         self.pool.shutdown(wait=True)
+
+
+class _HashingAhead:
+    """``HashAhead``'s files hashed in order on a few threads of their own; closing it
+    stops each file being hashed at its next chunk."""
+
+    def __init__(self, step: HashAhead) -> None:
+        self.counter = hash_counter(step)
+        self.stop = threading.Event()
+        self.pool = ThreadPoolExecutor(HASH_AHEAD_THREADS)
+        self.futures = deque(self.pool.submit(self._one, file) for file in step.files)
+
+    def _one(self, file: LocalFile) -> LocalFile:
+        if file.sha256 is not None:
+            return file
+        return hash_file(file, self._read)
+
+    def _read(self, count: int) -> None:
+        if self.stop.is_set():
+            raise _Cancelled
+        self.counter.add(count)
+
+    def next(self, count: int) -> list[LocalFile]:
+        if count > len(self.futures):
+            raise RuntimeError("Hashed asks for more files than HashAhead was given")
+        return [self.futures.popleft().result() for _ in range(count)]
+
+    def close(self) -> None:
+        self.stop.set()
+        self.pool.shutdown(wait=True, cancel_futures=True)

@@ -58,6 +58,7 @@ from tracesets.client.steps import (
     Each,
     Fetch,
     Flow,
+    HashAhead,
     Params,
     Puts,
     PutsDone,
@@ -66,6 +67,7 @@ from tracesets.client.steps import (
     T,
     ask,
     hashed,
+    hashed_next,
     location,
     nothing,
     reading,
@@ -355,15 +357,16 @@ class ClientCore:
         hash_progress: ProgressCallback | None,
         files_progress: FilesCallback | None,
     ) -> Flow[Traceset]:
-        """A new traceset: each batch hashed, declared (upload-url, then add-files) and its
-        PUTs started, sent while the next batch is hashed; then complete. An error after
-        upload-url names the traceset, left pending for a resume."""
-        total, before = total_size(files), 0
+        """A new traceset: the files hashed in the background, in order; each batch
+        declared (upload-url, then add-files) once hashed and its PUTs started, sent while
+        the next batches are hashed and declared; then complete. An error after upload-url
+        names the traceset, left pending for a resume."""
+        total = total_size(files)
         traceset_id: str | None = None
+        yield HashAhead(files, hash_progress)
         try:
             for unread in self._batches(files):
-                batch = yield from hashed(unread, hash_progress, before, total)
-                before += total_size(batch)
+                batch = yield from hashed_next(len(unread))
                 entries = [f.spec() for f in batch]
                 if traceset_id is None:
                     answer = yield from ask(self._upload_url_call(upload.body(batch), None))

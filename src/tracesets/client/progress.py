@@ -23,11 +23,9 @@ class ProgressCounter:
         callback: ProgressCallback | None,
         files: FilesCallback | None = None,
         count: int = 0,
-        *,
-        done: int = 0,
     ) -> None:
         self.total = total
-        self.done = done
+        self.done = 0
         self.count = count
         self.arrived = 0
         self._flying: list[str] = []
@@ -43,7 +41,7 @@ class ProgressCounter:
 
     def start(self) -> None:
         if self._callback is not None:
-            self._callback(self.done, self.total)
+            self._callback(0, self.total)
         if self._files is not None:
             self._files(0, self.count, [])
 
@@ -66,4 +64,4 @@ class ProgressCounter:
         with self._lock:
             self.done += count
             if self._callback is not None:
-                self._callback(self.done, self.total)
+                self._callback(0, self.total)
