@@ -64,4 +64,4 @@ class ProgressCounter:
         with self._lock:
             self.done += count
             if self._callback is not None:
-                self._callback(0, self.total)
+                self._callback(self.done, self.total)
