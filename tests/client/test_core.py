@@ -163,7 +163,7 @@ def test_an_upload_past_one_batch_declares_the_rest_with_add_files(
 
 def test_the_first_request_is_small_and_the_later_ones_grow(tmp_path: Path) -> None:
     """Sending starts after the first files are read; each later request declares up to
-    16 times as many files (or bytes of them) as the one before, split before any file
+    four times as many files (or bytes of them) as the one before, split before any file
     is read, so a rerun declares the very same batches."""
     folder = tmp_path / "job"
     folder.mkdir()
@@ -171,7 +171,7 @@ def test_the_first_request_is_small_and_the_later_ones_grow(tmp_path: Path) -> N
         (folder / f"rank{rank:02d}.json").write_bytes(b"{}")
     files = collect(folder)
     batches = ClientCore._batches(files)
-    assert [len(b) for b in batches] == [8, 128, 64]
+    assert [len(b) for b in batches] == [8, 32, 128, 32]
     assert [f for b in batches for f in b] == files
     big = [replace(f, size=16 * 2**20) for f in files[:40]]
-    assert [len(b) for b in ClientCore._batches(big)] == [2, 32, 6]  # 32 MiB, then 512 MiB
+    assert [len(b) for b in ClientCore._batches(big)] == [2, 8, 30]  # 32, 128, 512 MiB

@@ -101,11 +101,12 @@ BATCH_FILES: Final = min(4_000, MAX_FILES_PER_REQUEST)
 #: An upload's first request declares at most this many files, or this many bytes of them
 #: (one file at least), and each later request up to ``BATCH_GROWTH`` times more: the
 #: client hashes ahead in the background, declares each batch once it is hashed and starts
-#: its PUTs, so sending starts after a few files are read, not all of them. The growth
-#: keeps the requests few (two for 64 small files): on a busy service each costs time.
+#: its PUTs, so sending starts after a few files are read, not all of them. Hashing runs
+#: several times faster than sending, so each batch is hashed and declared before the
+#: PUTs of the one before run out, and the requests stay few (three for 64 files).
 FIRST_BATCH_FILES: Final = 8
 FIRST_BATCH_BYTES: Final = 32 * 1024 * 1024
-BATCH_GROWTH: Final = 16
+BATCH_GROWTH: Final = 4
 
 
 def declaration_batches(
