@@ -35,6 +35,12 @@ def _loaded_after(statement: str, candidates: tuple[str, ...]) -> list[str]:
             "import tracesets.cli.worker, tracesets.service.inspections, tracesets.service.stores",
             ("fastapi", "starlette", "uvicorn"),
         ),
+        # tracesets upload from a script: no terminal's bars, no httpx command line (click,
+        # pygments), no per-rank analysis; only its header reader.
+        (
+            "import tracesets.cli.main, tracesets.cli.reading",
+            ("rich.console", "rich.progress", "pygments", "click", "tracesets.analysis"),
+        ),
     ],
 )
 def test_import_loads_nothing_above_it(statement: str, forbidden: tuple[str, ...]) -> None:

@@ -9,7 +9,8 @@ import pytest
 from rich.console import Console
 from rich.progress import Progress
 
-from tracesets.cli.progress import FLIGHT_ROWS, Bars, Lines, display
+from tracesets.cli.bars import FLIGHT_ROWS, Bars
+from tracesets.cli.progress import Lines, display
 
 FILES = 4_096
 

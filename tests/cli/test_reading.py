@@ -50,6 +50,21 @@ def test_headers_alone_read_no_figures(tmp_path: Path) -> None:
     assert headers.findings == read_files(files, figures=True, workers=1).findings
 
 
+def test_headers_of_fewer_than_a_thousand_files_start_no_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``tracesets upload``'s check reads headers only: a second process would cost more
+    than the 80 files' headers."""
+    files = job(tmp_path)
+
+    class NoPoolWanted:
+        def __init__(self, max_workers: int) -> None:
+            raise AssertionError("a process pool for headers alone")
+
+    monkeypatch.setattr(reading, "ProcessPoolExecutor", NoPoolWanted)
+    assert read_files(files, figures=False, workers=2).findings
+
+
 def test_a_file_gone_since_it_was_listed_is_a_finding_that_says_so(tmp_path: Path) -> None:
     (gone,) = [f for f in job(tmp_path) if f.name == "rank-3.json.gz"]
     gone.path.unlink()

@@ -7,6 +7,7 @@ perform the steps, so these tests hold for both.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +17,10 @@ from tests.client.test_retries import traceset_json
 from tracesets.client import protocol
 from tracesets.client.core import ClientCore, UploadPlan
 from tracesets.client.errors import ClientError
-from tracesets.client.files import collect, hash_file
+from tracesets.client.files import collect, hash_file, undigested
 from tracesets.client.models import Traceset, UploadUrlResponse, Whoami
 from tracesets.client.state import UploadState, fingerprint
-from tracesets.client.steps import Call, Hash, PutAll, Step
+from tracesets.client.steps import Call, HashAhead, Hashed, Puts, PutsDone, StartPuts
 
 NOW = "2026-01-01T00:00:00.000Z"
 
@@ -54,29 +55,36 @@ def created(body: dict[str, Any]) -> UploadUrlResponse:
     )  # fmt: skip
 
 
+def remembered_as(client: ClientCore, upload: UploadPlan) -> str:
+    """The key of an upload: what it declares before any file is read."""
+    return fingerprint(client.url, "tok", upload.body([undigested(f) for f in upload.files]))
+
+
 def test_an_upload_is_whoami_hash_upload_url_puts_complete(tmp_path: Path) -> None:
     client, upload = core(tmp_path), plan_of(tmp_path)
     flow = client._upload_flow(upload, None, None, 0)
-    steps: list[Step] = []
 
     step = next(flow)
-    steps.append(step)
     assert isinstance(step, Call) and (step.method, step.path) == ("GET", "/api/v1/whoami")
     step = flow.send(Whoami(workspace="w", scopes=["read", "write"]))
-    assert isinstance(step, Hash) and [f.sha256 for f in step.files] == [None, None]
-    step = flow.send([hash_file(f) for f in step.files])
+    assert isinstance(step, HashAhead) and [f.sha256 for f in step.files] == [None, None]
+    files = step.files
+    assert flow.send(None) == Hashed(2)
+    step = flow.send([hash_file(f) for f in files])
     assert isinstance(step, Call) and step.path == "/api/v1/tracesets/upload-url"
     assert step.expect == 201 and len(step.headers["Idempotency-Key"]) == 36
     assert all(len(f["sha256"]) == 64 for f in step.body["files"])
-    body = step.body
-    step = flow.send(created(body))
-    assert isinstance(step, PutAll)
+    step = flow.send(created(step.body))
+    assert isinstance(step, StartPuts) and (step.total, step.count) == (500, 2)
+    step = flow.send(None)
+    assert isinstance(step, Puts)
     assert [(p.file.name, p.url, p.length) for p in step.puts] == [
         ("rank0.json", "http://store.test/rank0.json", 300),
         ("rank1.json", "http://store.test/rank1.json", 200),
     ]
-    # Remembered under the fingerprint of exactly what was declared, until it completes.
-    assert client.state._read() == {fingerprint(client.url, "tok", body): "t1"}
+    # Remembered under what it declares before any file is read, until it completes.
+    assert client.state._read() == {remembered_as(client, upload): "t1"}
+    assert isinstance(flow.send(None), PutsDone)
     step = flow.send(None)
     assert isinstance(step, Call) and step.path == "/api/v1/tracesets/t1/complete"
     with pytest.raises(StopIteration) as done:
@@ -89,10 +97,13 @@ def test_a_failed_put_names_the_traceset_and_keeps_it_for_a_resume(tmp_path: Pat
     flow = client._upload_flow(upload, None, None, 0)
     next(flow)
     hashing = flow.send(Whoami(workspace="w", scopes=["write"]))
-    assert isinstance(hashing, Hash)
+    assert isinstance(hashing, HashAhead)
+    assert flow.send(None) == Hashed(2)
     asked = flow.send([hash_file(f) for f in hashing.files])
     assert isinstance(asked, Call)
-    assert isinstance(flow.send(created(asked.body)), PutAll)
+    assert isinstance(flow.send(created(asked.body)), StartPuts)
+    assert isinstance(flow.send(None), Puts)
+    assert isinstance(flow.send(None), PutsDone)
     with pytest.raises(ClientError) as failed:
         flow.throw(ClientError("PUT rank1.json answered 403", status=403))
     assert failed.value.traceset_id == "t1"
@@ -111,7 +122,7 @@ def test_an_upload_past_one_batch_declares_the_rest_with_add_files(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Two files a request: upload-url declares two, add-files the third, and the PUTs
-    cover all three; the resume fingerprint is the whole upload's, not the first batch's."""
+    cover all three; the resume key is the whole upload's, not the first batch's."""
     monkeypatch.setattr(protocol, "BATCH_FILES", 2)
     client = core(tmp_path)
     plan_of(tmp_path)  # the folder of two ranks, and a third
@@ -122,19 +133,45 @@ def test_an_upload_past_one_batch_declares_the_rest_with_add_files(
     flow = client._upload_flow(upload, None, None, 0)
     next(flow)
     hashing = flow.send(Whoami(workspace="w", scopes=["write"]))
-    assert isinstance(hashing, Hash)
+    assert isinstance(hashing, HashAhead) and len(hashing.files) == 3  # all, in the background
     files = [hash_file(f) for f in hashing.files]
-    first = flow.send(files)
+    assert flow.send(None) == Hashed(2)
+    first = flow.send(files[:2])
     assert isinstance(first, Call) and first.path == "/api/v1/tracesets/upload-url"
     assert [f["name"] for f in first.body["files"]] == ["rank0.json", "rank1.json"]
-    rest = flow.send(created(first.body))
+    assert isinstance(flow.send(created(first.body)), StartPuts)
+    puts = flow.send(None)
+    assert isinstance(puts, Puts)
+    names = [p.file.name for p in puts.puts]
+    assert flow.send(None) == Hashed(1)  # the next batch, hashed while the first is sent
+    rest = flow.send(files[2:])
     assert isinstance(rest, Call) and (rest.method, rest.path) == (
         "POST",
         "/api/v1/tracesets/t1/files",
     )
     assert [f["name"] for f in rest.body["files"]] == ["rank2.json"]
     puts = flow.send(created(rest.body))
-    assert isinstance(puts, PutAll)
-    assert sorted(p.file.name for p in puts.puts) == ["rank0.json", "rank1.json", "rank2.json"]
-    whole = upload.body(files)
-    assert client.state._read() == {fingerprint(client.url, "tok", whole): "t1"}
+    assert isinstance(puts, Puts)
+    assert sorted([*names, *(p.file.name for p in puts.puts)]) == [
+        "rank0.json",
+        "rank1.json",
+        "rank2.json",
+    ]
+    assert isinstance(flow.send(None), PutsDone)
+    assert client.state._read() == {remembered_as(client, upload): "t1"}
+
+
+def test_the_first_request_is_small_and_the_later_ones_grow(tmp_path: Path) -> None:
+    """Sending starts after the first files are read; each later request declares up to
+    four times as many files (or bytes of them) as the one before, split before any file
+    is read, so a rerun declares the very same batches."""
+    folder = tmp_path / "job"
+    folder.mkdir()
+    for rank in range(200):
+        (folder / f"rank{rank:02d}.json").write_bytes(b"{}")
+    files = collect(folder)
+    batches = ClientCore._batches(files)
+    assert [len(b) for b in batches] == [8, 32, 128, 32]
+    assert [f for b in batches for f in b] == files
+    big = [replace(f, size=16 * 2**20) for f in files[:40]]
+    assert [len(b) for b in ClientCore._batches(big)] == [2, 8, 30]  # 32, 128, 512 MiB

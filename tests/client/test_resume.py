@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
@@ -12,6 +13,8 @@ from tests.client.conftest import MakeClient
 from tests.server import ServerProcess
 from tracesets import ClientError
 from tracesets.client import RetryPolicy
+from tracesets.client.core import UploadPlan
+from tracesets.client.files import collect
 from tracesets.client.state import UploadState
 
 RANKS = {"shape": {"rankCount": 2}}
@@ -101,3 +104,60 @@ def test_a_changed_file_is_a_new_upload(
     )
     assert done.status == "ready"
     assert len(list(make_client(server.url, workspace_token).list_tracesets())) == 2
+
+
+def test_a_file_changed_in_place_is_a_new_upload(
+    server: ServerProcess,
+    workspace_token: str,
+    traces: Path,
+    tmp_path: Path,
+    make_client: MakeClient,
+) -> None:
+    """The rerun finds the upload (same names, sizes and roles), hashes every file, and
+    starts afresh because one declared file holds other bytes now: the new traceset has
+    the new bytes, and the state remembers nothing once it is ready."""
+    state = UploadState(tmp_path / "state.json")
+    first = make_client(
+        server.url,
+        workspace_token,
+        transport=LosesPutsTo("/1"),
+        retry=RetryPolicy(retries=0),
+        state=state,
+    )
+    with pytest.raises(ClientError) as failed:
+        first.upload(traces, name="edited", workload_metadata=RANKS)
+    (traces / "rank0.json").write_bytes(os.urandom(60_000))  # same size, other bytes
+    client = make_client(server.url, workspace_token, state=state)
+    done = client.upload(traces, name="edited", workload_metadata=RANKS)
+    assert done.status == "ready" and done.id != failed.value.traceset_id
+    digest = hashlib.sha256((traces / "rank0.json").read_bytes()).hexdigest()
+    assert {f.name: f.sha256 for f in done.files}["rank0.json"] == digest
+    assert state.path.read_text() == "{}"
+
+
+def test_a_file_unreadable_past_the_first_batch_leaves_the_traceset_to_resume(
+    server: ServerProcess, workspace_token: str, tmp_path: Path, make_client: MakeClient
+) -> None:
+    """Files are hashed while the first batch is sent: one that cannot be read in a later
+    batch stops the upload once the traceset exists, and the error names it. With the
+    file back, the same upload run again resumes that traceset."""
+    folder = tmp_path / "job"
+    folder.mkdir()
+    for rank in range(10):  # the first batch holds 8
+        (folder / f"rank{rank}.json").write_bytes(os.urandom(1_000 + rank))
+    upload = UploadPlan.checked(
+        collect(folder), name="job", workload_metadata={"shape": {"rankCount": 10}}
+    )
+    kept = (folder / "rank9.json").read_bytes()
+    (folder / "rank9.json").unlink()  # gone between the walk and the hashing
+    state = UploadState(tmp_path / "state.json")
+    first = make_client(server.url, workspace_token, state=state)
+    with pytest.raises(ClientError) as failed:
+        first.upload_plan(upload)
+    assert "rank9.json" in str(failed.value) and failed.value.traceset_id is not None
+
+    (folder / "rank9.json").write_bytes(kept)
+    done = make_client(server.url, workspace_token, state=state).upload_plan(upload)
+    assert done.id == failed.value.traceset_id and done.status == "ready"
+    assert len(done.files) == 10 and all(f.received for f in done.files)
+    assert state.path.read_text() == "{}"

@@ -51,7 +51,7 @@ def traceset_json(traceset_id: str, status: str = "ready") -> dict[str, Any]:
 
 
 class MockService:
-    """upload-url, PUTs to a fake storage, complete; failures scripted per route."""
+    """upload-url, add-files, PUTs to a fake storage, complete; failures scripted per route."""
 
     def __init__(
         self, uploads: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None
@@ -95,6 +95,11 @@ class MockService:
         if request.method == "POST" and path.endswith("/upload-url"):
             sent = json.loads(body)
             return self._scripted("upload-url") or httpx.Response(
+                201, json={"tracesetId": "t1", "uploads": self.uploads(sent["files"])}
+            )
+        if request.method == "POST" and path.endswith("/files"):  # a later batch
+            sent = json.loads(body)
+            return self._scripted("add-files") or httpx.Response(
                 201, json={"tracesetId": "t1", "uploads": self.uploads(sent["files"])}
             )
         if request.method == "PUT":

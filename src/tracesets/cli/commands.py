@@ -8,8 +8,6 @@ from pathlib import Path
 from typing import Annotated, Any, Final, cast
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from tracesets.cli import metadata, options
 from tracesets.cli.filters import with_filter_options
@@ -176,6 +174,9 @@ def list_(
 
 
 def _table(items: list[TracesetSummary]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
     out = Console(highlight=False)
     if not out.is_terminal:
         out = Console(highlight=False, width=max(out.width, 200))

@@ -12,31 +12,33 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import orjson
 import typer
-from rich.console import Console
-from rich.table import Table
 
-from tracesets.cli.figures import figures_table, json_members
 from tracesets.cli.output import say, warn
 from tracesets.client.files import LocalFile, collect
 from tracesets.inspection import FileFinding, Summary, summarize
 from tracesets.inspection.report import result_json
 from tracesets.inspection.summary import SHOWN_RANKS, gaps, runs_text
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
 
 def _stdout() -> Console:
     """The table is the command's result: stdout. Piped, lines run as long as they need
     (a file name is never cut); on a terminal, long names wrap within their column."""
+    from rich.console import Console
+
     out = Console(highlight=False)
     return out if out.is_terminal else Console(highlight=False, width=100_000)
 
 
 def inspect_local(files: Sequence[LocalFile]) -> list[FileFinding]:
     """Findings for the primary files among ``files``: their headers (and tails), no figures."""
-    from tracesets.cli.reading import read_files  # with the analysis: only when reading
+    from tracesets.cli.reading import read_files  # only when reading
 
     return read_files(files, figures=False).findings
 
@@ -85,6 +87,8 @@ def duplicated(ranks: Sequence[int], of_files: Iterable[int | None]) -> str:
 def print_report(
     findings: Sequence[FileFinding], summary: Summary, declared_rank_count: int | None = None
 ) -> None:
+    from rich.table import Table
+
     table = Table()
     table.add_column("file", overflow="fold")  # wraps within the column, never cut with "…"
     for heading in ("format", "rank", "world size", "backend", "rank from", "problem"):
@@ -131,6 +135,7 @@ def inspect(
     """Print what each trace says about its rank and its per-rank figures, what ranks are
     missing, and where ranks disagree; upload nothing."""
     from tracesets.analysis.report import analyse_traceset
+    from tracesets.cli.figures import figures_table, json_members
     from tracesets.cli.reading import read_files
 
     files = collect(paths, ())

@@ -6,22 +6,30 @@ Exit codes: 0 success, 1 refused by a rule or the service (or no answer), 2 usag
 from __future__ import annotations
 
 import sys
-from typing import Any, Final, NoReturn
+from functools import cache
+from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 import typer
 from pydantic import BaseModel
-from rich.console import Console
-from rich.filesize import decimal
 
 from tracesets import jsontext
 from tracesets.client import ClientError
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 REFUSED: Final = 1
 USAGE: Final = 2
 MAX_VALUE_CHARS: Final = 120
 
-#: Rich output (tables, bars) only; plain lines go through ``say``/``warn`` unstyled.
-stderr = Console(stderr=True, highlight=False)
+
+@cache
+def stderr_console() -> Console:
+    """Rich output (tables, bars) only; plain lines go through ``say``/``warn`` unstyled.
+    Made (and rich imported) when first needed: an upload from a script never needs it."""
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False)
 
 
 def say(text: str) -> None:
@@ -33,6 +41,8 @@ def warn(text: str) -> None:
 
 
 def size(count: int) -> str:
+    from rich.filesize import decimal  # small: no console
+
     return decimal(count)
 
 

@@ -15,16 +15,22 @@ from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from tracesets.analysis import TraceAnalysis, analyze_file
 from tracesets.client.files import LocalFile
 from tracesets.inspection import FileFinding, FileSource, SourceError, inspect_file
 from tracesets.inspection.source import ByteSource, read_once
 
+if TYPE_CHECKING:
+    from tracesets.analysis import TraceAnalysis
+
 #: Files a process gets at the least: with fewer, starting it costs more than it saves
 #: (two processes from 64 files).
 PARALLEL_FROM: Final = 32
+#: The same when only headers are read (``tracesets upload``'s check): a few tenths of a
+#: millisecond a file, so a second process (about 80 ms to start and feed) pays only for
+#: thousands of files.
+HEADERS_PARALLEL_FROM: Final = 1_024
 #: Batches each process gets, so that one slow file does not leave the others idle.
 BATCHES_PER_PROCESS: Final = 8
 
@@ -60,8 +66,12 @@ def read_file(file: LocalFile, figures: bool) -> LocalReading:
         findings = inspect_file(file.name, source)
     except (OSError, SourceError) as error:
         return LocalReading([unreadable(file, error)], [])
+    if not figures:
+        return LocalReading(findings, [])
+    from tracesets.analysis import analyze_file  # the figures' pass: not for headers alone
+
     try:
-        traces = analyze_file(file.name, source) if figures else []
+        traces = analyze_file(file.name, source)
     except (OSError, SourceError):  # a file read again (a large one) that failed this time:
         traces = []  # its findings stand, and a missing figure is no wrong one
     return LocalReading(findings, traces)
@@ -96,7 +106,8 @@ def read_files(
 ) -> LocalReading:
     """The findings (and figures) of the primary files among ``files``, in their order."""
     primary = [file for file in files if file.role == "primary"]
-    workers = min(workers or processes(), max(1, len(primary) // PARALLEL_FROM))
+    least = PARALLEL_FROM if figures else HEADERS_PARALLEL_FROM
+    workers = min(workers or processes(), max(1, len(primary) // least))
     readings = _read_in_processes(primary, figures, workers) if workers > 1 else None
     if readings is None:
         readings = _read_batch(primary, figures)

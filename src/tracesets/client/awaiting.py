@@ -4,6 +4,7 @@ threads, so the event loop never waits on the disk."""
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -12,15 +13,10 @@ import httpx
 
 from tracesets.client.core import ClientCore
 from tracesets.client.errors import ClientError
-from tracesets.client.files import (
-    Download,
-    LocalFile,
-    Put,
-    hash_file,
-    total_size,
-)
-from tracesets.client.progress import ProgressCallback, ProgressCounter
+from tracesets.client.files import Download, LocalFile, Put, hash_file
+from tracesets.client.progress import ProgressCounter
 from tracesets.client.steps import (
+    HASH_AHEAD_THREADS,
     Attempts,
     Call,
     Disk,
@@ -28,9 +24,14 @@ from tracesets.client.steps import (
     Fetch,
     Flow,
     Hash,
-    PutAll,
+    HashAhead,
+    Hashed,
+    Puts,
+    PutsDone,
     Sending,
+    StartPuts,
     Step,
+    hash_counter,
 )
 
 T = TypeVar("T")
@@ -47,27 +48,35 @@ class AwaitingIO(ClientCore):
         """``Client._run``, each step awaited."""
         answer: Any = None
         failure: Exception | None = None
-        while True:
-            try:
-                step = flow.send(answer) if failure is None else flow.throw(failure)
-            except StopIteration as done:
-                return done.value  # type: ignore[no-any-return]
-            try:
-                answer, failure = await self._perform(step), None
-            except Exception as exc:  # thrown into the flow, which decides
-                answer, failure = None, exc
+        background = _Running(self)
+        try:
+            while True:
+                try:
+                    step = flow.send(answer) if failure is None else flow.throw(failure)
+                except StopIteration as done:
+                    return done.value  # type: ignore[no-any-return]
+                try:
+                    answer, failure = await self._perform(step, background), None
+                except Exception as exc:  # thrown into the flow, which decides
+                    answer, failure = None, exc
+        except BaseException as exc:
+            # Ctrl-C (or a cancelled task) stops the PUTs at once; an error lets them finish.
+            await background.close(abort=not isinstance(exc, Exception))
+            raise
+        finally:
+            await background.close(abort=False)
 
-    async def _perform(self, step: Step) -> Any:
+    async def _perform(self, step: Step, background: _Running) -> Any:
         if isinstance(step, Call):
             return await self._fetch(step)
         if isinstance(step, Hash):
-            return await self._hash(step.files, step.progress)
-        if isinstance(step, PutAll):
-            return await self._put_all(step)
+            return await self._hash(step)
         if isinstance(step, Fetch):
             return await self._fetch_bytes(step)
         if isinstance(step, Disk):
             return await asyncio.to_thread(step.work)
+        if isinstance(step, HashAhead | Hashed | StartPuts | Puts | PutsDone):
+            return await background.perform(step)
         if isinstance(step, Each):
             return await self._each([self._run(flow) for flow in step.flows])
         await asyncio.sleep(step.seconds)
@@ -149,11 +158,8 @@ class AwaitingIO(ClientCore):
                 raise outcome
         return [o for o in outcomes if not isinstance(o, BaseException)]
 
-    async def _hash(
-        self, files: list[LocalFile], progress: ProgressCallback | None
-    ) -> list[LocalFile]:
-        counter = ProgressCounter(total_size([f for f in files if f.sha256 is None]), progress)
-        counter.start()
+    async def _hash(self, step: Hash) -> list[LocalFile]:
+        counter = hash_counter(step)
         limit = asyncio.Semaphore(self.concurrency)
 
         async def one(file: LocalFile) -> LocalFile:
@@ -162,13 +168,7 @@ class AwaitingIO(ClientCore):
             async with limit:
                 return await asyncio.to_thread(hash_file, file, counter.add)
 
-        return await _all_or_none([one(f) for f in files])
-
-    async def _put_all(self, step: PutAll) -> None:
-        puts = step.puts
-        counter = ProgressCounter(sum(p.length for p in puts), step.progress, step.files, len(puts))
-        counter.start()
-        await self._each([self._put(put, counter) for put in puts])
+        return await _all_or_none([one(f) for f in step.files])
 
     async def _put(self, put: Put, counter: ProgressCounter) -> None:
         sending = Sending(put, counter)
@@ -186,6 +186,87 @@ class AwaitingIO(ClientCore):
             rewind=sending.rewind,
         )
         sending.check(response)
+
+
+class _Running:
+    """What one flow runs in the background: its hashing ahead and its PUTs."""
+
+    def __init__(self, io: AwaitingIO) -> None:
+        self.io = io
+        self.hashing: _HashingAhead | None = None
+        self.puts: _Background | None = None
+
+    async def perform(self, step: HashAhead | Hashed | StartPuts | Puts | PutsDone) -> Any:
+        if isinstance(step, HashAhead):
+            if self.hashing is not None:
+                await self.hashing.close()
+            self.hashing = _HashingAhead(step)
+            return None
+        if isinstance(step, StartPuts):
+            if self.puts is not None:
+                await self.puts.close(abort=False)
+            self.puts = _Background(self.io, step)
+            return None
+        if isinstance(step, Hashed):
+            if self.hashing is None:
+                raise RuntimeError("Hashed before HashAhead")
+            return await self.hashing.next(step.count)
+        if self.puts is None:
+            raise RuntimeError("PUTs asked for before StartPuts")
+        if isinstance(step, Puts):
+            return self.puts.add(step.puts, step.counted)
+        return await self.puts.wait()
+
+    async def close(self, *, abort: bool) -> None:
+        if self.hashing is not None:
+            await self.hashing.close()
+        if self.puts is not None:
+            await self.puts.close(abort=abort)
+
+
+class _Background:
+    """The PUTs of one ``StartPuts`` as tasks, ``concurrency`` at a time. After a failure
+    no new PUT starts, but those in flight finish; cancelling the flow cancels them."""
+
+    def __init__(self, io: AwaitingIO, step: StartPuts) -> None:
+        self.io = io
+        self.counter = ProgressCounter(step.total, step.progress, step.files, step.count)
+        self.counter.start()
+        self.limit = asyncio.Semaphore(io.concurrency)
+        self.tasks: list[asyncio.Task[None]] = []
+        self.stopped = False
+
+    def add(self, puts: list[Put], counted: int) -> None:
+        self.raise_failure()
+        if len(puts) != counted:  # files sent in parts
+            self.counter.expect(len(puts) - counted)
+        self.tasks += [asyncio.ensure_future(self._one(put)) for put in puts]
+
+    async def _one(self, put: Put) -> None:
+        async with self.limit:
+            if self.stopped:
+                return
+            try:
+                await self.io._put(put, self.counter)
+            except BaseException:
+                self.stopped = True
+                raise
+
+    def raise_failure(self) -> None:
+        for task in self.tasks:
+            if task.done() and not task.cancelled() and (error := task.exception()) is not None:
+                raise error
+
+    async def wait(self) -> None:
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+        self.raise_failure()
+
+    async def close(self, *, abort: bool) -> None:
+        self.stopped = True
+        if abort:
+            for task in self.tasks:
+                task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
 
 
 def _forget(job: Awaitable[Any]) -> None:
@@ -210,3 +291,40 @@ async def _all_or_none(jobs: list[Awaitable[T]]) -> list[T]:
         if not task.cancelled() and (error := task.exception()) is not None:
             raise error
     return [task.result() for task in tasks]
+
+
+class _HashingAhead:
+    """``HashAhead``'s files hashed in order on worker threads, a few at a time; closing
+    it stops each file being hashed at its next chunk."""
+
+    def __init__(self, step: HashAhead) -> None:
+        self.counter = hash_counter(step)
+        self.stopped = False
+        self.limit = asyncio.Semaphore(HASH_AHEAD_THREADS)
+        self.tasks = deque(asyncio.ensure_future(self._one(file)) for file in step.files)
+
+    async def _one(self, file: LocalFile) -> LocalFile:
+        if file.sha256 is not None:
+            return file
+        async with self.limit:
+            return await asyncio.to_thread(hash_file, file, self._read)
+
+    def _read(self, count: int) -> None:
+        if self.stopped:
+            raise _Stopped
+        self.counter.add(count)
+
+    async def next(self, count: int) -> list[LocalFile]:
+        if count > len(self.tasks):
+            raise RuntimeError("Hashed asks for more files than HashAhead was given")
+        return [await self.tasks.popleft() for _ in range(count)]
+
+    async def close(self) -> None:
+        self.stopped = True
+        for task in self.tasks:
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+
+
+class _Stopped(Exception):
+    """The hashing ahead was closed: stop reading."""

@@ -30,9 +30,12 @@ from tracesets.client.files import (
     LocalFile,
     PathLike,
     check_digests,
+    digest_shaped,
     download_target,
     plan,
     still_to_send,
+    total_size,
+    undigested,
 )
 from tracesets.client.models import (
     FileList,
@@ -55,12 +58,16 @@ from tracesets.client.steps import (
     Each,
     Fetch,
     Flow,
+    HashAhead,
     Params,
-    PutAll,
+    Puts,
+    PutsDone,
     Sleep,
+    StartPuts,
     T,
     ask,
     hashed,
+    hashed_next,
     location,
     nothing,
     reading,
@@ -298,34 +305,85 @@ class ClientCore:
         wait: float,
         files_progress: FilesCallback | None = None,
     ) -> Flow[Traceset]:
-        """The token checked (not after hashing terabytes), each file hashed once, then
-        a resume of the same upload if one is remembered, else a new traceset."""
+        """The token checked (not after hashing terabytes), then a resume of the same
+        upload if one is remembered, else a new traceset sent batch after batch.
+
+        An upload is remembered under what is known of it before any file is read (names,
+        sizes, roles, the rest of the body): a resume hashes every file and goes on only if
+        each declared one is still the same, so changing any byte starts a new upload."""
         protocol.require_scope((yield from ask(self._whoami_call())), "write")
-        files = yield from hashed(upload.files, hash_progress)
-        body = upload.body(files)
-        key = fingerprint(self.url, self._token, body)
-        first, *rest = protocol.declaration_batches(body["files"])
+        key = fingerprint(self.url, self._token, upload.body([undigested(f) for f in upload.files]))
+        files = upload.files
         started = self.state.started(key)
         done: Traceset | None = None
         if started is not None:
+            files = yield from hashed(files, hash_progress)
+            _, *rest = self._batches(files)
             try:  # the same upload ran before and did not finish: send only what is missing
                 done = yield from self._resume_flow(
-                    started, files, progress, None, files_progress, declare=rest
+                    started, files, progress, None, files_progress, declare=rest, same=True
                 )
             except ClientError:
-                done = None  # gone, or not resumable: start afresh
+                done = None  # gone, not resumable, or other bytes: start afresh
         if done is None:
-            created = yield from ask(self._upload_url_call({**body, "files": first}, None))
-            self.state.remember(key, created.tracesetId)
-            uploads = yield from self._every_upload_flow(created.tracesetId, created, first)
-            uploads += yield from self._declare_flow(created.tracesetId, rest)
-            done = yield from self._send_and_complete_flow(
-                created.tracesetId, files, uploads, progress, files_progress
+            done = yield from self._batched_flow(
+                upload, files, key, progress, hash_progress, files_progress
             )
         self.state.forget(key)
         if wait > 0:
             done = yield from self._wait_flow(done.id, wait, POLL_INTERVAL)
         return done
+
+    @staticmethod
+    def _batches(files: list[LocalFile]) -> list[list[LocalFile]]:
+        """The requests declaring ``files``, small at first (``protocol.FIRST_BATCH_FILES``),
+        split before they are hashed: the same whatever the digests turn out to be."""
+        shaped = [digest_shaped(undigested(f)).spec() for f in files]
+        sizes = protocol.declaration_batches(
+            shaped, first=protocol.FIRST_BATCH_FILES, first_bytes=protocol.FIRST_BATCH_BYTES
+        )
+        batches, start = [], 0
+        for batch in sizes:
+            batches.append(files[start : start + len(batch)])
+            start += len(batch)
+        return batches
+
+    def _batched_flow(
+        self,
+        upload: UploadPlan,
+        files: list[LocalFile],
+        key: str,
+        progress: ProgressCallback | None,
+        hash_progress: ProgressCallback | None,
+        files_progress: FilesCallback | None,
+    ) -> Flow[Traceset]:
+        """A new traceset: the files hashed in the background, in order; each batch
+        declared (upload-url, then add-files) once hashed and its PUTs started, sent while
+        the next batches are hashed and declared; then complete. An error after upload-url
+        names the traceset, left pending for a resume."""
+        total = total_size(files)
+        traceset_id: str | None = None
+        yield HashAhead(files, hash_progress)
+        try:
+            for unread in self._batches(files):
+                batch = yield from hashed_next(len(unread))
+                entries = [f.spec() for f in batch]
+                if traceset_id is None:
+                    answer = yield from ask(self._upload_url_call(upload.body(batch), None))
+                    traceset_id = answer.tracesetId
+                    self.state.remember(key, traceset_id)
+                    yield StartPuts(total, len(files), progress, files_progress)
+                else:
+                    answer = yield from ask(self._add_files_call(traceset_id, entries))
+                uploads = yield from self._every_upload_flow(traceset_id, answer, entries)
+                yield Puts(plan(batch, uploads), len(batch))
+            if traceset_id is None:
+                raise ClientError("Nothing to upload: no files", sent=False)
+            yield PutsDone()
+            return (yield from self._complete_flow(traceset_id))
+        except ClientError as error:
+            error.traceset_id = traceset_id
+            raise
 
     def _resume_flow(
         self,
@@ -335,15 +393,19 @@ class ClientCore:
         hash_progress: ProgressCallback | None,
         files_progress: FilesCallback | None = None,
         *,
-        declare: Sequence[Sequence[dict[str, Any]]] = (),
+        declare: Sequence[Sequence[LocalFile]] = (),
+        same: bool = False,
     ) -> Flow[Traceset]:
         """What has not arrived sent, then the upload completed; ``declare``: the batches
-        past the first that an interrupted upload may not have declared yet."""
+        past the first that an interrupted upload may not have declared yet. ``same``:
+        ``files`` are hashed, and each the traceset declared must have its digest."""
         status = yield from self._upload_status_flow(traceset_id)
         if status.status == "pending" and declare:
-            yield from self._declare_flow(traceset_id, declare)
+            yield from self._declare_flow(traceset_id, [[f.spec() for f in b] for b in declare])
             status = yield from self._upload_status_flow(traceset_id)
         traceset = yield from self._get_flow(traceset_id)
+        if same:
+            check_digests(files, traceset)
         if status.status != "pending":
             return traceset
         wanted = yield from hashed(still_to_send(files, traceset, status), hash_progress)
@@ -364,7 +426,10 @@ class ClientCore:
     ) -> Flow[None]:
         """PUT what ``uploads`` ask for; an error names the traceset left pending."""
         try:
-            yield PutAll(plan(files, uploads), progress, files_progress)
+            puts = plan(files, uploads)
+            yield StartPuts(sum(p.length for p in puts), len(puts), progress, files_progress)
+            yield Puts(puts, len(puts))
+            yield PutsDone()
         except ClientError as error:
             error.traceset_id = traceset_id
             raise

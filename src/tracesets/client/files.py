@@ -54,6 +54,21 @@ def part_size_for(size: int) -> int:
     return max(PART_SIZE, -(-size // (PLANNED_PARTS_MAX * CHUNK)) * CHUNK)
 
 
+def undigested(file: LocalFile) -> LocalFile:
+    """``file`` as known before it is read: its name, size and role."""
+    return replace(file, sha256=None, part_sha256=None)
+
+
+def digest_shaped(file: LocalFile) -> LocalFile:
+    """``file`` with stand-in digests of the length and number ``hash_file`` gives it:
+    its entry in a request is as long as it will be, before the file is read."""
+    stand_in = "0" * 64
+    if file.size <= MIN_PART_SIZE:
+        return replace(file, sha256=stand_in)
+    parts = -(-file.size // part_size_for(file.size))
+    return replace(file, sha256=stand_in, part_sha256=(stand_in,) * parts)
+
+
 @dataclass(frozen=True, slots=True)
 class Put:
     """One PUT: a byte range of a local file to a signed URL, with the headers to send."""

@@ -33,6 +33,12 @@ class ProgressCounter:
         self._files = files
         self._lock = threading.Lock()
 
+    def expect(self, count: int) -> None:
+        """``count`` more transfers to come than said (a file sent in parts)."""
+        with self._lock:
+            self.count += count
+            self._tell_files()
+
     def start(self) -> None:
         if self._callback is not None:
             self._callback(0, self.total)

@@ -98,20 +98,41 @@ BATCH_BYTES: Final = MAX_BODY_BYTES // 2
 BATCH_FILES: Final = min(4_000, MAX_FILES_PER_REQUEST)
 
 
-def declaration_batches(files: Sequence[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+#: An upload's first request declares at most this many files, or this many bytes of them
+#: (one file at least), and each later request up to ``BATCH_GROWTH`` times more: the
+#: client hashes ahead in the background, declares each batch once it is hashed and starts
+#: its PUTs, so sending starts after a few files are read, not all of them. Hashing runs
+#: several times faster than sending, so each batch is hashed and declared before the
+#: PUTs of the one before run out, and the requests stay few (three for 64 files).
+FIRST_BATCH_FILES: Final = 8
+FIRST_BATCH_BYTES: Final = 32 * 1024 * 1024
+BATCH_GROWTH: Final = 4
+
+
+def declaration_batches(
+    files: Sequence[dict[str, Any]], *, first: int | None = None, first_bytes: int | None = None
+) -> list[list[dict[str, Any]]]:
     """The file entries of an upload split into the requests that declare them: the first
     goes with upload-url, each other with add-files. Each holds at most ``BATCH_FILES``
-    entries and ``BATCH_BYTES`` of their JSON (at least one)."""
+    entries and ``BATCH_BYTES`` of their JSON (at least one). With ``first`` (entries) or
+    ``first_bytes`` (of the files' sizes), the first batch holds no more than that, and
+    each later one ``BATCH_GROWTH`` times as much as the one before."""
     batches: list[list[dict[str, Any]]] = []
     batch: list[dict[str, Any]] = []
-    used = 0
+    used = content = 0
+    most = BATCH_FILES if first is None else min(first, BATCH_FILES)
+    most_bytes = first_bytes
     for entry in files:
         size = len(jsontext.dumps(entry)) + 1
-        if batch and (len(batch) == BATCH_FILES or used + size > BATCH_BYTES):
+        full = len(batch) == most or used + size > BATCH_BYTES
+        if batch and (full or (most_bytes is not None and content >= most_bytes)):
             batches.append(batch)
-            batch, used = [], 0
+            batch, used, content = [], 0, 0
+            most = min(most * BATCH_GROWTH, BATCH_FILES)
+            most_bytes = None if most_bytes is None else most_bytes * BATCH_GROWTH
         batch.append(entry)
         used += size
+        content += int(entry.get("size", 0))
     return [*batches, batch] if batch else batches
 
 

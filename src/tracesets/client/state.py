@@ -1,10 +1,12 @@
 """Uploads in flight, remembered on disk so that running the same upload again resumes it.
 
-The key of an upload is a digest of where it goes and exactly what it sends (the
-service's URL, the workspace's token, the name, each file's name, size and sha256, the
-metadata). Running the same upload again after a crash, a lost connection or expired
-URLs therefore finds the traceset it had started and sends only what has not arrived;
-changing any byte of any file makes it a new upload. The file is small JSON, one entry
+The key of an upload is a digest of where it goes and what it declares before any file
+is read (the service's URL, the workspace's token, the name, each file's name, size and
+role, the metadata): the client sends the first files while it reads the others, so it
+remembers the upload before it knows every sha256. Running the same upload again after a
+crash, a lost connection or expired URLs therefore finds the traceset it had started and
+sends only what has not arrived; the rerun hashes every file first, and a file whose
+bytes differ from those declared for it makes it a new upload. The file is small JSON, one entry
 per unfinished upload, written atomically; a finished upload removes its entry.
 """
 

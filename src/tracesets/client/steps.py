@@ -4,7 +4,12 @@ A flow (``ClientCore``'s ``_..._flow`` generators) yields steps and gets their r
 
     Call     one API request, retried; the flow gets the answer, read and typed
     Hash     each file's sha256 (files that have one keep it); the flow gets the files
-    PutAll   every PUT of an upload, ``concurrency`` at a time
+    HashAhead, Hashed
+             the same in the background, file after file, while the flow goes on; the
+             flow gets the next files hashed when it asks for them
+    StartPuts, Puts, PutsDone
+             PUTs sent in the background, ``concurrency`` at a time, while the flow
+             goes on (hashing and declaring the next files); then waited for
     Sleep    a pause
     Fetch    a signed URL's bytes streamed into a file, checked
     Disk     local file work, off the event loop for the async client
@@ -19,13 +24,13 @@ from __future__ import annotations
 from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, TypeVar, cast
+from typing import Any, Final, Generic, TypeVar, cast
 
 import httpx
 
 from tracesets.client import protocol
 from tracesets.client.errors import ClientError
-from tracesets.client.files import LocalFile, Put, already_stored, read_range
+from tracesets.client.files import LocalFile, Put, already_stored, read_range, total_size
 from tracesets.client.progress import FilesCallback, ProgressCallback, ProgressCounter
 from tracesets.client.retry import RetryPolicy
 
@@ -53,11 +58,55 @@ class Hash:
     progress: ProgressCallback | None
 
 
+#: Threads hashing ahead of the PUTs: sha256 runs at 1.5 GB/s or more a core, far ahead of
+#: what is sent, and more threads would take cores from the sending (and the service).
+HASH_AHEAD_THREADS: Final = 2
+
+
 @dataclass(frozen=True, slots=True)
-class PutAll:
-    puts: list[Put]
+class HashAhead:
+    """``files`` hashed in the background, in order, ``HASH_AHEAD_THREADS`` at a time; a
+    flow's earlier hashing ahead is stopped first."""
+
+    files: list[LocalFile]
+    progress: ProgressCallback | None
+
+
+@dataclass(frozen=True, slots=True)
+class Hashed:
+    """The next ``count`` files of ``HashAhead``, hashed: waited for if need be; a file
+    that could not be read raises its error here."""
+
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class StartPuts:
+    """A new set of background PUTs, ``total`` bytes and ``count`` transfers in all (the
+    ``Puts`` that follow; a file each, until a file goes in parts); one not waited for is
+    stopped first (no new PUT of it starts, those running finish)."""
+
+    total: int
+    count: int
     progress: ProgressCallback | None
     files: FilesCallback | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Puts:
+    """PUTs started in the background, ``concurrency`` at a time in all; the flow goes
+    on at once. Raises the first failure of an earlier PUT, if any: after a failure no
+    new PUT starts, but those in flight finish, so a resume has less to send."""
+
+    puts: list[Put]
+    #: Transfers ``StartPuts`` counted for these PUTs: their files.
+    counted: int
+
+
+@dataclass(frozen=True, slots=True)
+class PutsDone:
+    """Every PUT started waited for; the first failure raised. A flow that ends without
+    it (an error, say) has its PUTs stopped as ``StartPuts`` stops them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +140,19 @@ class Each:
     flows: list[Generator[Any, Any, Any]]
 
 
-Step = Call[Any] | Hash | PutAll | Sleep | Fetch | Disk | Each
+Step = (
+    Call[Any]
+    | Hash
+    | HashAhead
+    | Hashed
+    | StartPuts
+    | Puts
+    | PutsDone
+    | Sleep
+    | Fetch
+    | Disk
+    | Each
+)
 Flow = Generator[Step, Any, T]
 
 
@@ -102,6 +163,16 @@ def ask(call: Call[T]) -> Flow[T]:
 
 def hashed(files: list[LocalFile], progress: ProgressCallback | None) -> Flow[list[LocalFile]]:
     return cast(list[LocalFile], (yield Hash(files, progress)))
+
+
+def hashed_next(count: int) -> Flow[list[LocalFile]]:
+    return cast(list[LocalFile], (yield Hashed(count)))
+
+
+def hash_counter(step: Hash | HashAhead) -> ProgressCounter:
+    counter = ProgressCounter(total_size(f for f in step.files if f.sha256 is None), step.progress)
+    counter.start()
+    return counter
 
 
 def reading(model: type[protocol.Model], what: str) -> Callable[[httpx.Response], protocol.Model]:
