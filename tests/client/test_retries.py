@@ -23,6 +23,7 @@ from tests.client.conftest import MakeClient
 from tests.server import ServerProcess
 from tracesets import AsyncClient, Client, ClientError
 from tracesets.client import RetryPolicy
+from tracesets.client.protocol import COMPLETE_TIMEOUT
 from tracesets.client.retry import retry_after
 
 NO_WAIT = RetryPolicy(retries=3, backoff=0)
@@ -150,6 +151,23 @@ def test_a_retried_upload_url_sends_the_same_idempotency_key(
     keys = service.upload_url_keys()
     assert len(keys) == 4 and len(set(keys)) == 1 and len(keys[0]) == 36
     assert service.stored == {"/a.bin": made["a.bin"]}
+
+
+def test_complete_waits_longer_than_other_requests_for_its_answer(
+    tmp_path: Path, client_of: Callable[..., Client]
+) -> None:
+    """complete checks every file in the store (minutes for 100,000 files): its answer is
+    waited for ``COMPLETE_TIMEOUT``, the other requests' for the client's timeout."""
+    service = MockService()
+    files(tmp_path, {"a.bin": 10})
+    client_of(service, timeout=5.0).upload(
+        tmp_path, name="t", workload_metadata={"shape": {"rankCount": 1}}
+    )
+    read_timeouts = {
+        r.url.path.rsplit("/", 1)[-1]: r.extensions["timeout"]["read"] for r in service.calls
+    }
+    assert read_timeouts["complete"] == COMPLETE_TIMEOUT
+    assert read_timeouts["upload-url"] == 5.0
 
 
 def test_each_logical_request_has_its_own_key(client_of: Callable[..., Client]) -> None:

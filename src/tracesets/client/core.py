@@ -157,13 +157,16 @@ class ClientCore:
             **call.headers,
         }
         content = None if call.body is None else protocol.encode(call.body)
-        return {
+        args: dict[str, Any] = {
             "method": call.method,
             "url": call.path,
             "content": content,
             "params": call.params,
             "headers": headers,
         }
+        if call.timeout is not None and call.timeout > self._timeout:
+            args["timeout"] = httpx.Timeout(call.timeout, connect=min(self._timeout, 10.0))
+        return args
 
     @staticmethod
     def _answer(call: Call[T], response: httpx.Response) -> T:
@@ -245,7 +248,15 @@ class ClientCore:
 
     def _complete_flow(self, traceset_id: str) -> Flow[Traceset]:
         path = protocol.traceset_path(traceset_id, "complete")
-        done = yield from ask(Call("POST", path, "complete", reading(Traceset, "complete")))
+        done = yield from ask(
+            Call(
+                "POST",
+                path,
+                "complete",
+                reading(Traceset, "complete"),
+                timeout=protocol.COMPLETE_TIMEOUT,
+            )
+        )
         return (yield from self._whole(done))
 
     def _promote_flow(

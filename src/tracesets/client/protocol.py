@@ -30,6 +30,9 @@ from tracesets.wire import Traceset, UploadFileSpec, UploadStatus, UploadUrlResp
 
 TRACESETS: Final = "/api/v1/tracesets"
 WHOAMI: Final = "/api/v1/whoami"
+#: Seconds ``complete`` may take to answer, at least: it checks every file in the store,
+#: and a traceset of 100,000 files takes the service seconds to minutes (bench/README).
+COMPLETE_TIMEOUT: Final = 900.0
 #: Files asked for a page of the files route (its largest page).
 FILES_PAGE: Final = FILES_PAGE_MAX
 

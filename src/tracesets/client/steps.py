@@ -50,6 +50,8 @@ class Call(Generic[T]):
     params: Params | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
     expect: int = 200
+    #: Seconds to wait for this answer when longer than the client's timeout.
+    timeout: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
