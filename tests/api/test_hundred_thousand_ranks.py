@@ -30,7 +30,7 @@ import orjson
 import pytest
 
 from tests.server import ServerProcess, own_database
-from tracesets.api.render import INSPECTION_EMBED_BYTES
+from tracesets.api.render import INSPECTION_EMBED_BYTES, INSPECTION_LIST_BYTES
 from tracesets.client.protocol import BATCH_FILES
 from tracesets.vocabulary import FILES_PAGE_MAX
 
@@ -221,7 +221,10 @@ def test_a_job_of_many_ranks_is_one_traceset(service: ServerProcess, tmp_path: P
         # Past the inline bound (100,000 files' findings are), cut and said so.
         size = len(orjson.dumps(inspection))
         if inspection["truncated"]:
-            assert INSPECTION_EMBED_BYTES // 2 < size <= INSPECTION_EMBED_BYTES + 64 * 1024
+            assert size <= INSPECTION_EMBED_BYTES + 64 * 1024
+            # The files' findings kept up to their list's budget, not fewer.
+            kept = len(orjson.dumps(inspection["files"]))
+            assert INSPECTION_LIST_BYTES - 4096 < kept <= INSPECTION_LIST_BYTES
             assert 0 < len(inspection["files"]) < RANKS
         else:
             assert size <= INSPECTION_EMBED_BYTES and len(inspection["files"]) == RANKS
