@@ -3,7 +3,7 @@
 A buffered write costs the kernel far more than its copy: each page is allocated in the
 page cache, given blocks by the filesystem's delayed allocation, written back, then
 dropped again. With ``O_DIRECT`` the disk takes the bytes from our buffer: writing
-1 GiB cost 0.38–1.1 s of CPU buffered and 0.15–0.3 s direct (the copy included) on the
+1 GiB cost 0.38 to 1.1 s of CPU buffered and 0.15 to 0.3 s direct (the copy included) on the
 bench machine, CPU its 2 cores otherwise give to receiving and hashing the bytes.
 
 ``O_DIRECT`` wants the buffer's address, the file offset and the length aligned, so the
