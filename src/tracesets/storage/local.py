@@ -77,11 +77,16 @@ class _Sink:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o640)
-        fcntl.flock(self.fd, fcntl.LOCK_EX)
         self.digest = hashlib.sha256()
         self.written = 0
         self.previous = 0  # where the block before the last one written starts
-        self.direct = DirectWriter.open(self.fd)
+        self.direct: DirectWriter | None = None
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+            self.direct = DirectWriter.open(self.fd)
+        except BaseException:
+            self.discard()
+            raise
 
     def hash(self, block: list[bytes]) -> None:
         for chunk in block:
@@ -210,10 +215,10 @@ class LocalBlobStore:
         # Threads that wait on fsync and nothing else, so many small uploads ending at
         # once are on disk together (the filesystem joins their flushes into few journal
         # commits) instead of queueing on the event loop's few default workers.
-        self._receiving = 0  # uploads streaming in (the event loop's count: no lock)
         self._syncers = concurrent.futures.ThreadPoolExecutor(
             max_workers=_SYNCERS, thread_name_prefix="blob-fsync"
         )
+        self._receiving = 0  # uploads streaming in (the event loop's count: no lock)
 
     def sweep_tmp(self, cutoff: float) -> int:
         """Remove temporary files last written before ``cutoff`` (a Unix time) whose
