@@ -1,0 +1,102 @@
+"""How far the inspection queue reads ahead of the file it inspects, and what it holds."""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+
+from tracesets.db.engine import Database
+from tracesets.db.inspection_files import Claim
+from tracesets.inspection import ByteSource
+from tracesets.inspection.source import READ_ONCE_LIMIT, BytesSource, FileSource
+from tracesets.service.inspections import (
+    FETCH_AHEAD,
+    FETCH_AHEAD_BYTES,
+    InspectionQueue,
+    fetch_ahead,
+)
+from tracesets.storage.base import BlobStore
+
+MiB = 1024 * 1024
+
+
+def claims(count: int, size: int) -> list[Claim]:
+    return [Claim(1, idx, 1, "ts", f"rank{idx}.json", size, "0" * 64) for idx in range(count)]
+
+
+def ahead_at_each_step(batch: list[Claim]) -> list[list[Claim]]:
+    """For each claim handed over, the claims started and not yet handed over, it included."""
+    started: list[Claim] = []
+
+    def fetch(claim: Claim) -> Future[ByteSource]:
+        started.append(claim)
+        done: Future[ByteSource] = Future()
+        done.set_result(BytesSource(b""))
+        return done
+
+    steps = []
+    for handed, (claim, future) in enumerate(fetch_ahead(batch, fetch)):
+        assert claim is batch[handed] and future.done()
+        steps.append(started[handed:])
+    assert started == batch  # each claim fetched once, in order
+    return steps
+
+
+def test_small_files_read_whole_are_fetched_ahead_within_the_byte_budget() -> None:
+    size = 2 * MiB
+    steps = ahead_at_each_step(claims(16, size))
+    assert len(steps) == 16
+    assert all(sum(c.size for c in ahead) <= FETCH_AHEAD_BYTES for ahead in steps)
+    assert len(steps[0]) == FETCH_AHEAD_BYTES // size  # still ahead, just not all at once
+
+
+def test_tiny_files_are_fetched_ahead_up_to_the_file_count() -> None:
+    steps = ahead_at_each_step(claims(16, 30_000))
+    assert max(len(ahead) for ahead in steps) == FETCH_AHEAD
+
+
+def test_files_streamed_rather_than_held_cost_no_budget() -> None:
+    streamed = ahead_at_each_step(claims(3, READ_ONCE_LIMIT + 1))
+    assert [len(ahead) for ahead in streamed] == [3, 2, 1]
+    held = ahead_at_each_step(claims(3, READ_ONCE_LIMIT))
+    assert [len(ahead) for ahead in held] == [FETCH_AHEAD_BYTES // READ_ONCE_LIMIT, 2, 1]
+
+
+class OneFolder:
+    """The part of a store the queue opens files with."""
+
+    def __init__(self, source: ByteSource) -> None:
+        self.source = source
+
+    def open_source(self, key: str, *, sha256: str, size: int | None = None) -> ByteSource:
+        return self.source
+
+
+@pytest.mark.parametrize("local", [True, False])
+def test_a_local_file_is_read_in_place_a_remote_small_one_whole(
+    tmp_path: Path, local: bool
+) -> None:
+    path = tmp_path / "rank0.json"
+    path.write_bytes(b"x" * 100_000)
+    counted: list[tuple[int, int]] = []
+
+    class Remote:
+        size = 100_000
+
+        def read(self, offset: int, length: int) -> bytes:
+            counted.append((offset, length))
+            return b"x" * length
+
+    store: Any = OneFolder(FileSource(path) if local else Remote())
+    queue = InspectionQueue(cast(Database, None), cast(BlobStore, store))
+    [claim] = claims(1, 100_000)
+    source = queue._open(claim)
+    assert source.read(10, 5) == b"xxxxx"
+    assert source.read(0, 3) == b"xxx"
+    if local:
+        assert not isinstance(source, BytesSource)  # nothing held: each read from the file
+    else:
+        assert counted == [(0, 100_000)]  # one request for every later read
