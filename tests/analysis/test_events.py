@@ -6,6 +6,7 @@ import io
 import json
 from typing import Any
 
+import orjson
 import pytest
 
 from tracesets.analysis import events as events_module
@@ -93,7 +94,7 @@ def test_what_follows_the_array_is_kept_from_its_first_byte(ending: bytes, tail:
 def test_the_rest_of_a_trace_ending_with_its_array_is_parsed_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    real = events_module.orjson
+    real = orjson
     parsed: list[int] = []
 
     class Counting:
