@@ -35,6 +35,19 @@ _NOT_LAUNCHED: Final = math.inf
 
 _Waiting = tuple[float, float, int]
 
+#: Each kernel name's kind, for every trace this process reads: the ranks of a job run
+#: the same kernels, so from the second trace on a name's kind is one lookup, not three
+#: regular expressions. A name's kind never changes, so sharing it between threads is safe.
+_KINDS: dict[str, int] = {}
+
+
+def _kind(name: str) -> int:
+    kind = kernel_kind(name)
+    if len(_KINDS) >= _NAME_CACHE:
+        _KINDS.clear()
+    _KINDS[name] = kind
+    return kind
+
 
 class GpuEvents:
     """The GPU events of one rank and the CPU events' correlations, seen once each."""
@@ -53,22 +66,12 @@ class GpuEvents:
         self.waiting_count = 0
         self.old_launches = SortedRecords(2, **self._sizes)  # (correlation, start)
         self.unmatched = SortedRecords(4, **self._sizes)  # (correlation, start, end, kind)
-        self._kinds: dict[str, int] = {}
-
-    def _kind(self, name: str) -> int:
-        kind = self._kinds.get(name)
-        if kind is None:
-            kind = kernel_kind(name)
-            if len(self._kinds) >= _NAME_CACHE:
-                self._kinds.clear()
-            self._kinds[name] = kind
-        return kind
 
     def add_gpu(self, name: str, start: float, end: float, correlation: int) -> None:
         """A GPU event; ``correlation`` -1 when it is kept by its own start."""
-        kind = self._kinds.get(name)
+        kind = _KINDS.get(name)
         if kind is None:
-            kind = self._kind(name)
+            kind = _kind(name)
         if correlation < 0:
             self.records.add((start, end, start, kind))
             return
