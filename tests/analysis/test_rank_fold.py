@@ -1,20 +1,28 @@
-"""The fold passes over events that cannot change a figure, and only those.
+"""The fold's shortcuts give what the plain fold gave.
+
+First, the fold passes over events that cannot change a figure, and only those.
 
 ``RankAccumulator.add_all`` skips an event before reading its category and times when it
 has no ``args.stream``, no ``args.correlation`` and none of the names that count. Here it
 is checked against the plain fold it replaced, every event read in full and folded in,
 on events of every shape: the GPU sink's calls, the steps and the collectives must be the
-same, in the same order.
+same, in the same order. Second, the GPU events still waiting for their launch at the
+end are keyed by a lookup when nothing left the windows, and that must give the same
+records as the merge join it stands for.
 """
 
 from __future__ import annotations
 
+import gzip
 from typing import Any
 
+import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.analysis.test_streaming_exact import TRACES, gpu_traces
 from tracesets.analysis.gpu import DEVICE_SYNCS, GpuTime, hta_interval
+from tracesets.analysis.kernels import GpuEvents
 from tracesets.analysis.rank import (
     COLLECTIVE_EVENT,
     STEP,
@@ -138,3 +146,38 @@ def test_the_fold_is_the_plain_fold(events: list[Any]) -> None:
     skipping.add_all(events)
     plain.add_all(events)
     assert state(skipping) == state(plain)
+
+
+class MergeJoined(GpuEvents):
+    """``GpuEvents`` that always joins the waiting events by the merge join."""
+
+    def _join_in_memory(self) -> None:
+        self._merge_join()
+
+
+def joined(events: list[Any], gpu: GpuEvents) -> list[tuple[Any, ...]]:
+    fold = RankAccumulator(gpu=gpu)
+    fold.add_all(events)
+    gpu._join_unmatched()
+    return [(*record, *map(type, record)) for record in gpu.records]
+
+
+@settings(max_examples=300, deadline=None)
+@given(events=gpu_traces())
+def test_the_join_in_memory_is_the_merge_join(events: list[dict[str, Any]]) -> None:
+    """The same records, of the same types, in the same order, for the sweep."""
+    assert joined(events, GpuEvents()) == joined(events, MergeJoined())
+
+
+def test_the_join_in_memory_on_a_real_trace() -> None:
+    trace = orjson.loads(gzip.decompress((TRACES / "sampled_rank-0.json.gz").read_bytes()))
+    # each kernel before its launch, so all are joined at the end; some launches left out
+    events = [
+        event
+        for at, event in enumerate(trace["traceEvents"][::-1])
+        if event.get("cat") != "cuda_runtime" or at % 3
+    ]
+    records = joined(events, GpuEvents())
+    keys = {record[2] == float("inf") for record in records}
+    assert len(records) > 200 and keys == {True, False}  # launched, and not
+    assert records == joined(events, MergeJoined())

@@ -125,7 +125,16 @@ class GpuEvents:
         return heapq.merge(iter(self.old_launches), iter(recent))
 
     def _join_unmatched(self) -> None:
-        """Key the events that met no launch in the window: a merge join by correlation."""
+        """Key the events that met no launch while in the window: by a lookup when no
+        launch or event ever left it, else by a merge join with the spilled ones."""
+        if not self.unmatched and not self.old_launches:
+            self._join_in_memory()
+        else:
+            self._merge_join()
+
+    def _merge_join(self) -> None:
+        """The events still waiting and those spilled, joined by correlation with every
+        launch, both in correlation order."""
         for waited, events in list(self.waiting.items()):
             self._unmatched(waited, events)
         self.waiting = {}
@@ -139,6 +148,23 @@ class GpuEvents:
                 launch = next(launches, None)
             key = launch[1] if launch is not None and launch[0] == correlation else _NOT_LAUNCHED
             self.records.add((start, end, key, kind))
+
+    def _join_in_memory(self) -> None:
+        """The merge join when nothing left the windows (a trace of up to ``WINDOW``
+        launches): every launch is in ``launches``, at its earliest start, so each waiting
+        event's key is one lookup. The records are added in the order the merge join adds
+        them (the waiting events sorted by correlation), so the sweep sees the same list."""
+        launches = self.launches
+        waiting = sorted(
+            (correlation, start, end, kind)
+            for correlation, events in self.waiting.items()
+            for start, end, kind in events
+        )
+        for correlation, start, end, kind in waiting:
+            self.records.add((start, end, launches.get(correlation, _NOT_LAUNCHED), kind))
+        self.waiting = {}
+        self.waiting_count = 0
+        self.old_launches.close()
 
     def time(self, last_step: float | None) -> GpuTime | None:
         """The breakdown, counting the events launched before ``last_step`` (all if None)."""
