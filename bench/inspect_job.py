@@ -233,10 +233,10 @@ def where_time_goes(folder: Path) -> None:
     from rich.console import Console
 
     from tracesets.analysis import analyze_file
+    from tracesets.analysis.collector import fewer_collections
     from tracesets.analysis.report import analyse_traceset
     from tracesets.cli.figures import figure_rows, json_members
     from tracesets.cli.inspect import print_report
-    from tracesets.cli.reading import fewer_collections
     from tracesets.cli.tables import print_rows
     from tracesets.client.files import collect
     from tracesets.inspection import FileSource, inspect_file, summarize

@@ -10,16 +10,15 @@ is the same as reading them one after the other.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Final
 
 from tracesets.analysis import TraceAnalysis, analyze_file
+from tracesets.analysis.collector import fewer_collections
 from tracesets.client.files import LocalFile
 from tracesets.inspection import FileFinding, FileSource, SourceError, inspect_file
 from tracesets.inspection.source import ByteSource, read_once
@@ -27,9 +26,6 @@ from tracesets.inspection.source import ByteSource, read_once
 #: Files a process gets at the least: with fewer, starting it costs more than it saves
 #: (two processes from 64 files).
 PARALLEL_FROM: Final = 32
-#: Allocations between two collections of the youngest objects while reading (Python's
-#: default is 700).
-YOUNG: Final = 70_000
 #: Batches each process gets, so that one slow file does not leave the others idle.
 BATCHES_PER_PROCESS: Final = 8
 
@@ -70,26 +66,6 @@ def read_file(file: LocalFile, figures: bool) -> LocalReading:
     except (OSError, SourceError):  # a file read again (a large one) that failed this time:
         traces = []  # its findings stand, and a missing figure is no wrong one
     return LocalReading(findings, traces)
-
-
-@contextlib.contextmanager
-def fewer_collections() -> Iterator[None]:
-    """Python's cyclic garbage collector run 100 times less often while traces are read.
-
-    Each trace's events are a few thousand fresh dicts, alive until they are folded in:
-    by default a collection runs every 700 of them and walks every object the process
-    holds (the command's imports: some 50,000), which cost about a third of reading a
-    rank's trace. Freezing what exists and collecting every ``YOUNG`` allocations keeps
-    the garbage of cycles bounded and takes that third away; both are undone after.
-    """
-    thresholds = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(YOUNG, *thresholds[1:])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*thresholds)
-        gc.unfreeze()
 
 
 def _read_batch(files: Sequence[LocalFile], figures: bool) -> list[LocalReading]:
