@@ -233,9 +233,11 @@ def where_time_goes(folder: Path) -> None:
     from rich.console import Console
 
     from tracesets.analysis import analyze_file
+    from tracesets.analysis.collector import fewer_collections
     from tracesets.analysis.report import analyse_traceset
-    from tracesets.cli.figures import figures_table, json_members
+    from tracesets.cli.figures import figure_rows, json_members
     from tracesets.cli.inspect import print_report
+    from tracesets.cli.tables import print_rows
     from tracesets.client.files import collect
     from tracesets.inspection import FileSource, inspect_file, summarize
     from tracesets.inspection.report import result_json
@@ -254,7 +256,8 @@ def where_time_goes(folder: Path) -> None:
         gzip.decompress(file.path.read_bytes())
     step("(decompressing every file whole)", begun)
     begun = time.process_time()
-    traces = [t for file in files for t in analyze_file(file.name, FileSource(file.path))]
+    with fewer_collections():  # as the command's processes read
+        traces = [t for file in files for t in analyze_file(file.name, FileSource(file.path))]
     step("each file's figures: every event", begun)
     begun = time.process_time()
     summary = summarize(findings, declared_rank_count=None)
@@ -268,8 +271,8 @@ def where_time_goes(folder: Path) -> None:
     out = Console(highlight=False, width=100_000, file=table)
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         print_report(findings, summary)
-        out.print(figures_table(analysis))
-    step("the two tables (rich)", begun)
+        print_rows(out, figure_rows(analysis))
+    step("the two tables", begun)
     assert report and table.getvalue()
     print(f"where the CPU time goes, today's code, one process ({len(files):,} files):")
     for what, seconds in steps:

@@ -6,6 +6,7 @@ import io
 import json
 from typing import Any
 
+import orjson
 import pytest
 
 from tracesets.analysis import events as events_module
@@ -67,3 +68,45 @@ def test_bad_arrays_are_named(data: bytes, message: str) -> None:
 def test_no_trace_events_is_not_found() -> None:
     seen, outside = scan(b'{"nodes": []}')
     assert (seen, outside.found) == ([], False)
+
+
+@pytest.mark.parametrize(
+    "ending, tail",
+    [
+        (b"]}", b"}"),
+        (b"]  \n }\n", b"}\n"),
+        (b'], "distributedInfo": {"rank": 1}}', b', "distributedInfo": {"rank": 1}}'),
+        (b'] ,\n"after": [1, [2]], "x": "]"}', b',\n"after": [1, [2]], "x": "]"}'),
+        (b"]", b""),
+        (b"]  \n", b""),
+    ],
+)
+def test_what_follows_the_array_is_kept_from_its_first_byte(ending: bytes, tail: bytes) -> None:
+    """The tail starts where a parse of the whole rest would stop: at what follows the
+    array, whitespace aside, whether the array is the trace's last member or not."""
+    events = [{"n": i, "s": "]"} for i in range(20)]
+    data = b'{"traceEvents": ' + json.dumps(events).encode()[:-1] + ending
+    seen, outside = scan(data)
+    assert seen == events
+    assert outside.complete and outside.tail == tail
+
+
+def test_the_rest_of_a_trace_ending_with_its_array_is_parsed_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    real = orjson
+    parsed: list[int] = []
+
+    class Counting:
+        JSONDecodeError = real.JSONDecodeError
+
+        @staticmethod
+        def loads(data: bytes) -> Any:
+            parsed.append(len(data))
+            return real.loads(data)
+
+    monkeypatch.setattr(events_module, "orjson", Counting)
+    events = [{"n": i} for i in range(100)]
+    seen, outside = scan(json.dumps({"schemaVersion": 1, "traceEvents": events}).encode())
+    assert seen == events and outside.tail == b"}"
+    assert len(parsed) == 1

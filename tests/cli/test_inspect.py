@@ -117,3 +117,19 @@ def test_inspect_shows_per_rank_figures_and_stragglers(tmp_path: Path) -> None:
     assert any(w.startswith("Rank 2 straggles") for w in report["warnings"])
     table = ok(run_tracesets("inspect", tmp_path, env={}))
     assert "per-rank figures" in table.stdout and "2 (straggler)" in table.stdout
+
+
+def test_inspect_gives_the_same_answer_whatever_the_processes(tmp_path: Path) -> None:
+    """``--jobs 1`` reads in this process, ``--jobs 2`` in two: the same JSON and table,
+    in the same order."""
+    run = RunShape(tp=2, dp=36, steps=2, kernels_per_step=3, slow={5: 2.0})
+    for rank in range(run.world):
+        (tmp_path / f"rank-{rank}.json").write_bytes(rank_trace(run, rank))
+    alone = ok(run_tracesets("inspect", tmp_path, "--json", "--jobs", "1", env={})).stdout
+    shared = ok(run_tracesets("inspect", tmp_path, "--json", "--jobs", "2", env={})).stdout
+    assert shared == alone and json.loads(alone)["perRankCount"] == 72
+    tables = {ok(run_tracesets("inspect", tmp_path, "--jobs", jobs, env={})).stdout
+              for jobs in ("1", "2")}  # fmt: skip
+    assert len(tables) == 1 and "5 (straggler)" in tables.pop()
+    refused = run_tracesets("inspect", tmp_path, "--jobs", "0", env={})
+    assert refused.returncode == 2 and "--jobs" in refused.stderr

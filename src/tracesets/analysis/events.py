@@ -103,6 +103,33 @@ def _parse(doc: bytes) -> tuple[list[Any] | None, int | None, str | None]:
         return None, None, error.msg
 
 
+def _parse_to_end(buffer: bytes) -> tuple[list[Any] | None, int | None, str | None]:
+    """``_parse(b"[" + buffer)`` for the rest of a trace, parsed once where it can be.
+
+    Parsed whole, the rest of a trace fails with "unexpected content after document" at
+    the array's end (the ``}`` that closes the trace follows it), and the array must be
+    parsed again up to there. A JSON value's extent is fixed by its own bytes, so when
+    ``[`` and the bytes up to the last ``]`` parse as an array, that array is the one the
+    whole would have given, ending there: one parse instead of two. Otherwise (the array
+    is not the trace's last member, or the bytes are not JSON) the whole is parsed as
+    before, so every answer and error is the same.
+    """
+    last = buffer.rfind(b"]")
+    after = buffer[last + 1 :].lstrip(WHITESPACE)
+    if last == -1 or not after.rstrip(WHITESPACE):
+        return _parse(b"[" + buffer)
+    candidate = b"[" + buffer[: last + 1]
+    try:
+        events = orjson.loads(candidate)
+        # where orjson would have stopped: at what follows the array, whitespace aside
+        return events, len(candidate) + len(buffer) - last - 1 - len(after), None
+    except orjson.JSONDecodeError as error:
+        if error.msg == _AFTER_DOCUMENT:  # the array ended within the candidate, earlier
+            end = _byte_offset(candidate, error.pos)
+            return orjson.loads(candidate[:end]), end, None
+    return _parse(b"[" + buffer)
+
+
 def _parsed_list(value: object) -> list[Any]:
     if not isinstance(value, list):  # "[" ... "]" always parses to a list
         raise EventsUnreadable("traceEvents is not an array")
@@ -160,7 +187,7 @@ def _take(
 ) -> tuple[bytes | None, bytes]:
     """Parse the events at the start of ``buffer``: (what follows the array if it ended, rest)."""
     if eof:  # the whole rest of the trace: the array must end in it
-        events, end, why = _parse(b"[" + buffer)
+        events, end, why = _parse_to_end(buffer)
         if events is not None:  # the array ended, and something (or nothing) follows it
             on_batch(_parsed_list(events))
             return (b"" if end is None else buffer[end - 1 :]), b""

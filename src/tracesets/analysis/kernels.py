@@ -35,6 +35,19 @@ _NOT_LAUNCHED: Final = math.inf
 
 _Waiting = tuple[float, float, int]
 
+#: Each kernel name's kind, for every trace this process reads: the ranks of a job run
+#: the same kernels, so from the second trace on a name's kind is one lookup, not three
+#: regular expressions. A name's kind never changes, so sharing it between threads is safe.
+_KINDS: dict[str, int] = {}
+
+
+def _kind(name: str) -> int:
+    kind = kernel_kind(name)
+    if len(_KINDS) >= _NAME_CACHE:
+        _KINDS.clear()
+    _KINDS[name] = kind
+    return kind
+
 
 class GpuEvents:
     """The GPU events of one rank and the CPU events' correlations, seen once each."""
@@ -53,22 +66,12 @@ class GpuEvents:
         self.waiting_count = 0
         self.old_launches = SortedRecords(2, **self._sizes)  # (correlation, start)
         self.unmatched = SortedRecords(4, **self._sizes)  # (correlation, start, end, kind)
-        self._kinds: dict[str, int] = {}
-
-    def _kind(self, name: str) -> int:
-        kind = self._kinds.get(name)
-        if kind is None:
-            kind = kernel_kind(name)
-            if len(self._kinds) >= _NAME_CACHE:
-                self._kinds.clear()
-            self._kinds[name] = kind
-        return kind
 
     def add_gpu(self, name: str, start: float, end: float, correlation: int) -> None:
         """A GPU event; ``correlation`` -1 when it is kept by its own start."""
-        kind = self._kinds.get(name)
+        kind = _KINDS.get(name)
         if kind is None:
-            kind = self._kind(name)
+            kind = _kind(name)
         if correlation < 0:
             self.records.add((start, end, start, kind))
             return
@@ -122,7 +125,16 @@ class GpuEvents:
         return heapq.merge(iter(self.old_launches), iter(recent))
 
     def _join_unmatched(self) -> None:
-        """Key the events that met no launch in the window: a merge join by correlation."""
+        """Key the events that met no launch while in the window: by a lookup when no
+        launch or event ever left it, else by a merge join with the spilled ones."""
+        if not self.unmatched and not self.old_launches:
+            self._join_in_memory()
+        else:
+            self._merge_join()
+
+    def _merge_join(self) -> None:
+        """The events still waiting and those spilled, joined by correlation with every
+        launch, both in correlation order."""
         for waited, events in list(self.waiting.items()):
             self._unmatched(waited, events)
         self.waiting = {}
@@ -136,6 +148,23 @@ class GpuEvents:
                 launch = next(launches, None)
             key = launch[1] if launch is not None and launch[0] == correlation else _NOT_LAUNCHED
             self.records.add((start, end, key, kind))
+
+    def _join_in_memory(self) -> None:
+        """The merge join when nothing left the windows (a trace of up to ``WINDOW``
+        launches): every launch is in ``launches``, at its earliest start, so each waiting
+        event's key is one lookup. The records are added in the order the merge join adds
+        them (the waiting events sorted by correlation), so the sweep sees the same list."""
+        launches = self.launches
+        waiting = sorted(
+            (correlation, start, end, kind)
+            for correlation, events in self.waiting.items()
+            for start, end, kind in events
+        )
+        for correlation, start, end, kind in waiting:
+            self.records.add((start, end, launches.get(correlation, _NOT_LAUNCHED), kind))
+        self.waiting = {}
+        self.waiting_count = 0
+        self.old_launches.close()
 
     def time(self, last_step: float | None) -> GpuTime | None:
         """The breakdown, counting the events launched before ``last_step`` (all if None)."""

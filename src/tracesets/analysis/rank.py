@@ -76,6 +76,10 @@ class RankAnalysis:
 
 
 _NUMBERS: Final = (int, float)
+#: Names that count without a stream or a correlation (steps go by their prefix).
+_NAMED: Final = frozenset((COLLECTIVE_EVENT, *DEVICE_SYNCS))
+#: The args of an event that has none (read, never written).
+_NO_ARGS: Final[dict[str, Any]] = {}
 
 
 def _number(value: object) -> float | None:
@@ -127,12 +131,36 @@ class RankAccumulator:
         self.groups: dict[str, GroupCollectives] = {}
 
     def add_all(self, events: list[Any]) -> None:
-        """Fold a batch of events in. The common shapes (numbers as ints or floats, a
-        ``stream`` and ``correlation`` as ints) take a fast path; the rest are coerced."""
+        """Fold a batch of events in, one loop (this runs once per event of every trace).
+
+        An event changes a figure only through its ``args.stream`` or ``args.correlation``
+        (a GPU event, a launch) or its name (a step, a collective, a device sync): one
+        with neither key and another name is passed over before anything else is read,
+        which is about half of a training step's events (CPU operators, annotations).
+        The common shapes (numbers as ints or floats, ``stream`` and ``correlation`` as
+        ints) take a fast path; the rest are coerced as HTA reads them.
+        """
         self.events += len(events)
         numbers = _NUMBERS
+        gpu = self.gpu
         for event in events:
             if type(event) is not dict:
+                continue
+            args = event.get("args")
+            if type(args) is not dict:
+                args = _NO_ARGS
+            stream = args.get("stream", -1)
+            correlation = args.get("correlation", -1)
+            name = event.get("name")
+            if type(name) is not str:
+                name = ""
+            # -1 (or -1.0) is what both read as when absent: then only the name counts
+            if (
+                stream == -1
+                and correlation == -1
+                and name not in _NAMED
+                and not name.startswith("ProfilerStep")
+            ):
                 continue
             cat, ts, dur = event.get("cat"), event.get("ts"), event.get("dur")
             # (bools are ints to isinstance, not to type: True is no timestamp)
@@ -140,37 +168,27 @@ class RankAccumulator:
                 continue
             start = ts if type(ts) in numbers else _number(ts)
             length = dur if type(dur) in numbers else _number(dur)
-            if start is not None and length is not None:
-                self._add(event, start, length)
-
-    def _add(self, event: dict[str, Any], ts: float, dur: float) -> None:
-        name = event.get("name")
-        if type(name) is not str:
-            name = ""
-        args = event.get("args")
-        if type(args) is not dict:
-            args = {}
-        stream = args.get("stream", -1)
-        if type(stream) is not int:
-            stream = _stream(args)
-        correlation = args.get("correlation", -1)
-        if type(correlation) is not int:
-            correlation = _correlation(args)
-        on_gpu = (stream >= 0 and correlation >= 0) or name in DEVICE_SYNCS
-        if type(ts) is float:  # HTA rounds nanosecond timestamps inwards
-            start, end = hta_interval(ts, dur, fractional=True)
-        else:
-            start, end = ts, ts + dur
-        if stream != -1:
-            self.gpu.add_gpu(name, start, end, correlation if on_gpu else -1)
-        if on_gpu:
-            return
-        if correlation >= 0:
-            self.gpu.add_launch(start, correlation)
-        if name.startswith("ProfilerStep") and STEP.match(name):
-            self._step(name, start, dur)
-        elif name == COLLECTIVE_EVENT:
-            self._collective(args)
+            if start is None or length is None:
+                continue
+            if type(stream) is not int:
+                stream = _stream(args)
+            if type(correlation) is not int:
+                correlation = _correlation(args)
+            on_gpu = (stream >= 0 and correlation >= 0) or name in DEVICE_SYNCS
+            if type(start) is float:  # HTA rounds nanosecond timestamps inwards
+                start, end = hta_interval(start, length, fractional=True)
+            else:
+                end = start + length
+            if stream != -1:
+                gpu.add_gpu(name, start, end, correlation if on_gpu else -1)
+            if on_gpu:
+                continue
+            if correlation >= 0:
+                gpu.add_launch(start, correlation)
+            if name.startswith("ProfilerStep") and STEP.match(name):
+                self._step(name, start, length)
+            elif name == COLLECTIVE_EVENT:
+                self._collective(args)
 
     def _step(self, name: str, ts: float, dur: float) -> None:
         if len(self.step_durations) < MAX_STEPS:

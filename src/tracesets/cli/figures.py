@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rich.table import Table
+from tracesets.cli.tables import Rows
 
 if TYPE_CHECKING:  # the analysis is imported when it runs: every command starts without it
     from tracesets.analysis.report import TracesetAnalysis
@@ -20,11 +20,9 @@ def _number(value: float | None, scale: float = 1, digits: int = 2) -> str:
     return "" if value is None else f"{value / scale:,.{digits}f}"
 
 
-def figures_table(analysis: TracesetAnalysis) -> Table:
-    table = Table(
-        "rank", "steps", "step ms", "comp %", "comm+mem %", "idle %", "overlap %",
-        "colls", "problem", title="per-rank figures (step ms: median; GPU time as HTA counts it)",
-    )  # fmt: skip
+def figure_rows(analysis: TracesetAnalysis) -> Rows:
+    """The per-rank figures, a row a rank (``tables.print_rows`` prints them)."""
+    rows = []
     for figures in analysis.ranks:
         gpu = figures["gpu"] or {}
         steps = figures["steps"]
@@ -32,15 +30,22 @@ def figures_table(analysis: TracesetAnalysis) -> Table:
             op["count"] for group in figures["collectives"] for op in group["ops"].values()
         )
         rank = "" if figures["rank"] is None else str(figures["rank"])
-        table.add_row(
-            rank + (" (straggler)" if figures["straggler"] else ""),
-            str(steps["count"]),
-            _number(steps["medianUs"], 1000, 1),
-            _number(gpu.get("computePct")),
-            _number(gpu.get("nonComputePct")),
-            _number(gpu.get("idlePct")),
-            _number(gpu.get("overlapPct")),
-            f"{collectives:,}",
-            figures["problem"] or ("no GPU events" if not gpu else ""),
+        rows.append(
+            [
+                rank + (" (straggler)" if figures["straggler"] else ""),
+                str(steps["count"]),
+                _number(steps["medianUs"], 1000, 1),
+                _number(gpu.get("computePct")),
+                _number(gpu.get("nonComputePct")),
+                _number(gpu.get("idlePct")),
+                _number(gpu.get("overlapPct")),
+                f"{collectives:,}",
+                figures["problem"] or ("no GPU events" if not gpu else ""),
+            ]
         )
-    return table
+    return Rows(
+        ["rank", "steps", "step ms", "comp %", "comm+mem %", "idle %", "overlap %", "colls",
+         "problem"],
+        rows,
+        title="per-rank figures (step ms: median; GPU time as HTA counts it)",
+    )  # fmt: skip

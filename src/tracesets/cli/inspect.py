@@ -18,6 +18,7 @@ import orjson
 import typer
 
 from tracesets.cli.output import say, warn
+from tracesets.cli.tables import Rows, print_rows
 from tracesets.client.files import LocalFile, collect
 from tracesets.inspection import FileFinding, Summary, summarize
 from tracesets.inspection.report import result_json
@@ -87,14 +88,9 @@ def duplicated(ranks: Sequence[int], of_files: Iterable[int | None]) -> str:
 def print_report(
     findings: Sequence[FileFinding], summary: Summary, declared_rank_count: int | None = None
 ) -> None:
-    from rich.table import Table
-
-    table = Table()
-    table.add_column("file", overflow="fold")  # wraps within the column, never cut with "…"
-    for heading in ("format", "rank", "world size", "backend", "rank from", "problem"):
-        table.add_column(heading)
-    for f in sorted(findings, key=lambda f: (f.rank is None, f.rank or 0, f.label)):
-        table.add_row(
+    ordered = sorted(findings, key=lambda f: (f.rank is None, f.rank or 0, f.label))
+    rows = [
+        [
             f.label,
             f.format,
             "" if f.rank is None else str(f.rank),
@@ -102,8 +98,12 @@ def print_report(
             f.backend or "",
             f.rank_source or "",
             f.problem or "",
-        )
-    _stdout().print(table, markup=False)
+        ]
+        for f in ordered
+    ]
+    headings = ["file", "format", "rank", "world size", "backend", "rank from", "problem"]
+    # the file column wraps within itself, never cut with "…"
+    print_rows(_stdout(), Rows(headings, rows, fold_first=True), markup=False)
     sizes = summary.world_sizes
     say(f"ranks found: {ranks_list(summary.ranks_found)}")
     say(f"world size: {', '.join(map(str, sizes)) if sizes else 'unknown'}")
@@ -131,15 +131,25 @@ def inspect(
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    jobs: Annotated[
+        int | None,
+        typer.Option(
+            "--jobs",
+            min=1,
+            help="Processes reading the traces at once (default: one per core; one per "
+            "32 files at most).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Print what each trace says about its rank and its per-rank figures, what ranks are
     missing, and where ranks disagree; upload nothing."""
     from tracesets.analysis.report import analyse_traceset
-    from tracesets.cli.figures import figures_table, json_members
+    from tracesets.cli.figures import figure_rows, json_members
     from tracesets.cli.reading import read_files
 
     files = collect(paths, ())
-    reading = read_files(files, figures=True)
+    reading = read_files(files, figures=True, workers=jobs)
     findings = reading.findings
     summary = summarize(findings, declared_rank_count=rank_count)
     world_size = summary.world_size or rank_count
@@ -151,4 +161,4 @@ def inspect(
         return
     print_report(findings, summary, rank_count)
     if analysis.ranks:
-        _stdout().print(figures_table(analysis))
+        print_rows(_stdout(), figure_rows(analysis))

@@ -78,7 +78,12 @@ def read_file(file: LocalFile, figures: bool) -> LocalReading:
 
 
 def _read_batch(files: Sequence[LocalFile], figures: bool) -> list[LocalReading]:
-    return [read_file(file, figures) for file in files]
+    if not figures:  # headers make few objects: the collector as it is
+        return [read_file(file, figures) for file in files]
+    from tracesets.analysis.collector import fewer_collections
+
+    with fewer_collections():
+        return [read_file(file, figures) for file in files]
 
 
 def _read_in_processes(

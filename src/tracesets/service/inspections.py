@@ -38,6 +38,7 @@ from sqlalchemy import Connection
 
 from tracesets.analysis import analyze_file
 from tracesets.analysis import stored as stored_analysis
+from tracesets.analysis.collector import fewer_collections
 from tracesets.db import inspection_files as claims
 from tracesets.db import queries
 from tracesets.db.engine import Database
@@ -250,8 +251,9 @@ class InspectionQueue:
                 self.before_file(claim.name)
             # Fetched ahead, perhaps whole: a stop still gives the file back at its next read.
             source = _Stoppable(fetched.result(), self.stopping)
-            findings = inspect_file(claim.name, source)
-            traces = analyze_file(claim.name, source)
+            with fewer_collections():
+                findings = inspect_file(claim.name, source)
+                traces = analyze_file(claim.name, source)
         except Exception as exc:  # the store failed, not the traces: those become findings
             if self.stopping.is_set():
                 return None  # given back with the rest of the batch
