@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,6 +17,7 @@ from sqlalchemy import (
     update,
 )
 
+from tracesets.db import prepared
 from tracesets.db.tables import files, tracesets
 from tracesets.records import (
     Checked,
@@ -74,6 +75,15 @@ def file_count(conn: Connection, *, seq: int) -> int:
 
 
 INSERT_FILES = insert(files)
+#: A file record's fields, each a column of its row.
+_FILE_FIELDS = tuple(f.name for f in fields(StoredFile))
+
+
+def file_row(seq: int, stored: StoredFile) -> dict[str, Any]:
+    """The row of ``stored`` in traceset ``seq`` (``asdict`` without its deep copies)."""
+    row = {name: getattr(stored, name) for name in _FILE_FIELDS}
+    row["traceset_seq"] = seq
+    return row
 
 
 def insert_files(
@@ -93,7 +103,7 @@ def insert_files(
         for offset, spec in enumerate(specs)
     ]
     if stored:
-        conn.execute(INSERT_FILES, [{"traceset_seq": seq, **asdict(f)} for f in stored])
+        prepared.insert_many(conn, INSERT_FILES, [file_row(seq, f) for f in stored])
     return stored
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import asdict
 from datetime import datetime
 from typing import Any, Final
 
@@ -24,7 +23,8 @@ from sqlalchemy import (
     update,
 )
 
-from tracesets.db.file_rows import INSERT_FILES, files_from, stored_file, utc
+from tracesets.db import prepared
+from tracesets.db.file_rows import INSERT_FILES, file_row, files_from, stored_file, utc
 from tracesets.db.tables import files, inspection_ranks, inspections, tracesets
 from tracesets.records import (
     FileSummary,
@@ -56,7 +56,8 @@ def insert_traceset(
     Returns the record as stored, built from what was inserted (no read back).
     """
     metadata = request.workload_metadata
-    seq: int = conn.execute(
+    seq: int = prepared.insert_one(
+        conn,
         _INSERT_TRACESET,
         {
             "id": traceset_id,
@@ -69,7 +70,7 @@ def insert_traceset(
             "workload_metadata": metadata.decode() if metadata is not None else None,
             "rank_count": request.rank_count,
         },
-    ).scalar_one()
+    )
     stored = [
         StoredFile(
             idx=idx,
@@ -86,7 +87,7 @@ def insert_traceset(
             zip(request.files, uploads, strict=True)
         )
     ]
-    conn.execute(INSERT_FILES, [{"traceset_seq": seq, **asdict(f)} for f in stored])
+    prepared.insert_many(conn, INSERT_FILES, [file_row(seq, f) for f in stored])
     return Traceset(
         seq=seq,
         id=traceset_id,
