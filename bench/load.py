@@ -7,9 +7,10 @@ settings that scripts/with-scaled-services exports). Each client has a token of 
 and loops until the time is up: upload-url, PUT the file, complete, get, list (a page of
 20, every other time filtered), promote. Every step is timed; any answer but the one
 expected, and any error, counts as an error. A 503 with Retry-After (the service's bound
-on requests or uploads at once) is sent again after the wait the project's client would
-make (``tracesets.client.retry.RetryPolicy``), counted as a retry, its wait in the step's
-time. It prints throughput, p50/p99 per step, the retries and the error count. Everything stays on loopback and is removed at the end.
+on requests or uploads at once) and a connection error (a kept-alive connection the
+service closed as it was reused) are sent again after the wait the project's client would
+make (``tracesets.client.retry.RetryPolicy``), counted as retries, their waits in the
+step's time. It prints throughput, p50/p99 per step, the retries and the error count. Everything stays on loopback and is removed at the end.
 
     .venv/bin/python bench/load.py [--clients 200] [--seconds 30] [--file-kib 16] [--ramp 2]
     .venv/bin/python bench/load.py --base-src DIR [--rounds N]   # against an earlier commit
@@ -128,17 +129,24 @@ class Client:
         self, name: str, expect: int, send: Callable[[], Awaitable[httpx.Response]]
     ) -> httpx.Response | None:
         start = time.perf_counter()
-        try:
-            answer = await send()
-            for attempt in range(RETRIES.retries):
-                if answer.status_code != 503 or retry_after(answer) is None:
-                    break
-                self.tally.retry(name)
-                await asyncio.sleep(RETRIES.delay(attempt, answer))
+        for attempt in range(RETRIES.retries + 1):
+            last = attempt == RETRIES.retries
+            try:
                 answer = await send()
-        except httpx.HTTPError as exc:
-            self.tally.error(name, f"{type(exc).__name__}: {exc}")
-            return None
+            except httpx.TransportError as exc:  # e.g. a kept-alive connection closed under it
+                if last:
+                    self.tally.error(name, f"{type(exc).__name__}: {exc}")
+                    return None
+                self.tally.retry(name)
+                await asyncio.sleep(RETRIES.delay(attempt, exc))
+                continue
+            except httpx.HTTPError as exc:
+                self.tally.error(name, f"{type(exc).__name__}: {exc}")
+                return None
+            if last or answer.status_code != 503 or retry_after(answer) is None:
+                break
+            self.tally.retry(name)
+            await asyncio.sleep(RETRIES.delay(attempt, answer))
         self.tally.timings[name].append(time.perf_counter() - start)
         if answer.status_code != expect:
             self.tally.error(name, f"{answer.status_code} {answer.text}")
