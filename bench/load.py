@@ -84,6 +84,8 @@ class Tally:
     timings: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     errors: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     retries: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    #: Retries by why: "503" (asked to come back later) or "connection" (a connection error).
+    retried_for: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     examples: list[str] = field(default_factory=list)
     start: float = field(default_factory=time.monotonic)
     #: When the first and the last retry or error happened, in seconds from the start.
@@ -95,8 +97,9 @@ class Tally:
         if len(self.examples) < 5:
             self.examples.append(f"{step}: {why[:300]}")
 
-    def retry(self, step: str) -> None:
+    def retry(self, step: str, why: str) -> None:
         self.retries[step] += 1
+        self.retried_for[why] += 1
         self._when()
 
     def _when(self) -> None:
@@ -137,7 +140,7 @@ class Client:
                 if last:
                     self.tally.error(name, f"{type(exc).__name__}: {exc}")
                     return None
-                self.tally.retry(name)
+                self.tally.retry(name, "connection")
                 await asyncio.sleep(RETRIES.delay(attempt, exc))
                 continue
             except httpx.HTTPError as exc:
@@ -145,7 +148,7 @@ class Client:
                 return None
             if last or answer.status_code != 503 or retry_after(answer) is None:
                 break
-            self.tally.retry(name)
+            self.tally.retry(name, "503")
             await asyncio.sleep(RETRIES.delay(attempt, answer))
         self.tally.timings[name].append(time.perf_counter() - start)
         if answer.status_code != expect:
@@ -256,6 +259,8 @@ def report(
         f"\n{rounds:,} rounds ({rounds / elapsed:.1f}/s): requests {total / elapsed:.0f}/s "
         f"(a retried step counts once), retries {retries}, errors {errors}"
     )
+    if tally.retried_for:
+        print("retried: " + ", ".join(f"{n} for {why}" for why, n in tally.retried_for.items()))
     if tally.troubled:
         first, last = tally.troubled
         print(f"retries and errors between {first:.1f} s and {last:.1f} s from the start")
@@ -268,6 +273,7 @@ def report(
         "requests_per_second": total / elapsed,
         "errors": errors,
         "retries": retries,
+        "retried_for": dict(tally.retried_for),
         "steps": steps,
     }
 
