@@ -6,10 +6,13 @@ when ``DATABASE_URL`` / ``TRACESETS_STORAGE_URL`` are set (or the ``TRACESETS_TE
 settings that scripts/with-scaled-services exports). Each client has a token of its own
 and loops until the time is up: upload-url, PUT the file, complete, get, list (a page of
 20, every other time filtered), promote. Every step is timed; any answer but the one
-expected, and any error, counts as an error. It prints throughput, p50/p99 per step and
-the error count. Everything stays on loopback and is removed at the end.
+expected, and any error, counts as an error. A 503 with Retry-After (the service's bound
+on requests or uploads at once) and a connection error (a kept-alive connection the
+service closed as it was reused) are sent again after the wait the project's client would
+make (``tracesets.client.retry.RetryPolicy``), counted as retries, their waits in the
+step's time. It prints throughput, p50/p99 per step, the retries and the error count. Everything stays on loopback and is removed at the end.
 
-    .venv/bin/python bench/load.py [--clients 200] [--seconds 30] [--file-kib 16]
+    .venv/bin/python bench/load.py [--clients 200] [--seconds 30] [--file-kib 16] [--ramp 2]
     .venv/bin/python bench/load.py --base-src DIR [--rounds N]   # against an earlier commit
     scripts/with-scaled-services .venv/bin/python bench/load.py
 """
@@ -27,12 +30,15 @@ import statistics
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 import httpx
 from servers import LOOPBACK, free_port, running, service_argv
+
+from tracesets.client.retry import RetryPolicy, retry_after
 
 STEPS: Final = ("upload-url", "PUT", "complete", "get", "list", "promote")
 WORKSPACES: Final = 8  # clients share them, so lists page through others' tracesets
@@ -69,16 +75,36 @@ def make_tokens(data_dir: Path, env: dict[str, str], clients: int) -> list[str]:
         db.dispose()
 
 
+#: The project's client's retries: how many, and how long it waits between them.
+RETRIES: Final = RetryPolicy()
+
+
 @dataclass
 class Tally:
     timings: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     errors: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    retries: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    #: Retries by why: "503" (asked to come back later) or "connection" (a connection error).
+    retried_for: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     examples: list[str] = field(default_factory=list)
+    start: float = field(default_factory=time.monotonic)
+    #: When the first and the last retry or error happened, in seconds from the start.
+    troubled: list[float] = field(default_factory=list)
 
     def error(self, step: str, why: str) -> None:
         self.errors[step] += 1
+        self._when()
         if len(self.examples) < 5:
             self.examples.append(f"{step}: {why[:300]}")
+
+    def retry(self, step: str, why: str) -> None:
+        self.retries[step] += 1
+        self.retried_for[why] += 1
+        self._when()
+
+    def _when(self) -> None:
+        now = time.monotonic() - self.start
+        self.troubled[:] = [self.troubled[0], now] if self.troubled else [now, now]
 
 
 class Client:
@@ -102,13 +128,28 @@ class Client:
             "sha256": hashlib.sha256(data).hexdigest(),
         }
 
-    async def step(self, name: str, expect: int, send: Any) -> httpx.Response | None:
+    async def step(
+        self, name: str, expect: int, send: Callable[[], Awaitable[httpx.Response]]
+    ) -> httpx.Response | None:
         start = time.perf_counter()
-        try:
-            answer: httpx.Response = await send
-        except httpx.HTTPError as exc:
-            self.tally.error(name, f"{type(exc).__name__}: {exc}")
-            return None
+        for attempt in range(RETRIES.retries + 1):
+            last = attempt == RETRIES.retries
+            try:
+                answer = await send()
+            except httpx.TransportError as exc:  # e.g. a kept-alive connection closed under it
+                if last:
+                    self.tally.error(name, f"{type(exc).__name__}: {exc}")
+                    return None
+                self.tally.retry(name, "connection")
+                await asyncio.sleep(RETRIES.delay(attempt, exc))
+                continue
+            except httpx.HTTPError as exc:
+                self.tally.error(name, f"{type(exc).__name__}: {exc}")
+                return None
+            if last or answer.status_code != 503 or retry_after(answer) is None:
+                break
+            self.tally.retry(name, "503")
+            await asyncio.sleep(RETRIES.delay(attempt, answer))
         self.tally.timings[name].append(time.perf_counter() - start)
         if answer.status_code != expect:
             self.tally.error(name, f"{answer.status_code} {answer.text}")
@@ -122,29 +163,33 @@ class Client:
             "workloadMetadata": METADATA,
         }
         created = await self.step(
-            "upload-url", 201, self.api.post("/api/v1/tracesets/upload-url", json=body)
+            "upload-url", 201, lambda: self.api.post("/api/v1/tracesets/upload-url", json=body)
         )
         if created is None:
             return
         traceset_id = created.json()["tracesetId"]
         [target] = created.json()["uploads"]
-        put = self.storage.put(target["url"], content=self.data, headers=target["headers"])
+
+        def put() -> Awaitable[httpx.Response]:
+            return self.storage.put(target["url"], content=self.data, headers=target["headers"])
+
         if await self.step("PUT", 200, put) is None:
             return
         path = f"/api/v1/tracesets/{traceset_id}"
-        if await self.step("complete", 200, self.api.post(f"{path}/complete")) is None:
+        if await self.step("complete", 200, lambda: self.api.post(f"{path}/complete")) is None:
             return
-        await self.step("get", 200, self.api.get(path))
+        await self.step("get", 200, lambda: self.api.get(path))
         query: dict[str, Any] = {"limit": 20}
         if n % 2:
             query["workload_family"] = "llama"
-        await self.step("list", 200, self.api.get("/api/v1/tracesets", params=query))
-        promote = self.api.post(f"{path}/promote", json={"workloadMetadata": PROMOTED})
-        await self.step("promote", 200, promote)
+        await self.step("list", 200, lambda: self.api.get("/api/v1/tracesets", params=query))
+        promoted = {"workloadMetadata": PROMOTED}
+        await self.step("promote", 200, lambda: self.api.post(f"{path}/promote", json=promoted))
 
-    async def run(self, until: float) -> int:
+    async def run(self, until: float, delay: float) -> int:
         rounds = 0
         try:
+            await asyncio.sleep(delay)
             while time.monotonic() < until:
                 await self.round(rounds)
                 rounds += 1
@@ -155,15 +200,18 @@ class Client:
 
 
 async def drive(
-    url: str, tokens: list[str], seconds: float, data: bytes
+    url: str, tokens: list[str], seconds: float, data: bytes, ramp: float = 0.0
 ) -> tuple[Tally, int, float]:
-    tally = Tally()
+    """Run the clients for ``seconds``; with ``ramp``, client i starts i/n of it in."""
     # One TLS context for all: each client building its own (loading the CA bundle) took
     # a minute for 400 of them on a busy machine, all of it counted in the run before.
     tls = ssl.create_default_context()
+    tally = Tally()
     clients = [Client(url, token, tally, data, i, tls) for i, token in enumerate(tokens)]
-    start = time.monotonic()
-    rounds = await asyncio.gather(*(c.run(start + seconds) for c in clients))
+    start = tally.start = time.monotonic()
+    rounds = await asyncio.gather(
+        *(c.run(start + seconds, ramp * i / len(clients)) for i, c in enumerate(clients))
+    )
     return tally, sum(rounds), time.monotonic() - start
 
 
@@ -183,10 +231,11 @@ def report(
     tally: Tally, rounds: int, elapsed: float, clients: int, backends: str
 ) -> dict[str, Any]:
     total = sum(len(t) for t in tally.timings.values())
-    errors = sum(tally.errors.values())
+    errors, retries = sum(tally.errors.values()), sum(tally.retries.values())
     print(f"\n{clients} clients, {elapsed:.1f} s, {backends}")
     print(
-        f"{'step':<12}{'count':>8}{'per s':>9}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}{'errors':>8}"
+        f"{'step':<12}{'count':>8}{'per s':>9}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}"
+        f"{'retries':>9}{'errors':>8}"
     )
     steps: dict[str, Any] = {}
     for step in STEPS:
@@ -195,18 +244,26 @@ def report(
         worst = timings[-1] * 1000 if timings else float("nan")
         print(
             f"{step:<12}{len(timings):>8,}{len(timings) / elapsed:>9.1f}"
-            f"{p50:>9.1f}{p99:>9.1f}{worst:>9.1f}{tally.errors.get(step, 0):>8}"
+            f"{p50:>9.1f}{p99:>9.1f}{worst:>9.1f}{tally.retries.get(step, 0):>9}"
+            f"{tally.errors.get(step, 0):>8}"
         )
         steps[step] = {
             "count": len(timings),
             "p50_ms": p50,
             "p99_ms": p99,
+            "retries": tally.retries.get(step, 0),
             "errors": tally.errors.get(step, 0),
         }
     print(
-        f"{'all':<12}{total:>8,}{total / elapsed:>9.1f}{'':>27}{errors:>8}"
-        f"\n{rounds:,} rounds ({rounds / elapsed:.1f}/s): requests {total / elapsed:.0f}/s, errors {errors}"
+        f"{'all':<12}{total:>8,}{total / elapsed:>9.1f}{'':>27}{retries:>9}{errors:>8}"
+        f"\n{rounds:,} rounds ({rounds / elapsed:.1f}/s): requests {total / elapsed:.0f}/s "
+        f"(a retried step counts once), retries {retries}, errors {errors}"
     )
+    if tally.retried_for:
+        print("retried: " + ", ".join(f"{n} for {why}" for why, n in tally.retried_for.items()))
+    if tally.troubled:
+        first, last = tally.troubled
+        print(f"retries and errors between {first:.1f} s and {last:.1f} s from the start")
     for example in tally.examples:
         print(f"  error: {example}")
     return {
@@ -215,6 +272,8 @@ def report(
         "backends": backends,
         "requests_per_second": total / elapsed,
         "errors": errors,
+        "retries": retries,
+        "retried_for": dict(tally.retried_for),
         "steps": steps,
     }
 
@@ -237,7 +296,7 @@ def run_once(args: argparse.Namespace, env: dict[str, str], backends: str) -> di
             )
             data = os.urandom(args.file_kib * 1024)
             service_cpu, own_cpu = cpu_seconds(service.pid), cpu_seconds(os.getpid())
-            tally, rounds, elapsed = asyncio.run(drive(url, tokens, args.seconds, data))
+            tally, rounds, elapsed = asyncio.run(drive(url, tokens, args.seconds, data, args.ramp))
             service_cpu = cpu_seconds(service.pid) - service_cpu
             own_cpu = cpu_seconds(os.getpid()) - own_cpu
     figures = report(tally, rounds, elapsed, args.clients, backends)
@@ -245,7 +304,13 @@ def run_once(args: argparse.Namespace, env: dict[str, str], backends: str) -> di
         f"CPU: service {service_cpu / elapsed:.0%} of a core, these clients "
         f"{own_cpu / elapsed:.0%} ({os.cpu_count()} cores in all)"
     )
-    figures["cpu"] = {"service": service_cpu / elapsed, "clients": own_cpu / elapsed}
+    per_request = 1000 * service_cpu / max(1, sum(s["count"] for s in figures["steps"].values()))
+    print(f"service CPU per request: {per_request:.2f} ms")
+    figures["cpu"] = {
+        "service": service_cpu / elapsed,
+        "clients": own_cpu / elapsed,
+        "service_ms_per_request": per_request,
+    }
     return figures
 
 
@@ -254,6 +319,13 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=200)
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--file-kib", type=int, default=16, help="size of each uploaded file")
+    parser.add_argument(
+        "--ramp",
+        type=float,
+        default=0.0,
+        help="start the clients one after the other over this many seconds (default: all at "
+        "once, as the ranks of a job that ends)",
+    )
     parser.add_argument("--workers", type=int, default=1, help="uvicorn workers of the service")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument(
@@ -282,10 +354,13 @@ def main() -> None:
         rates = [f["requests_per_second"] for f in figures]
         worst_p99 = max(max(s["p99_ms"] for s in f["steps"].values()) for f in figures)
         errors = sum(f["errors"] for f in figures)
+        retries = sum(f["retries"] for f in figures)
+        cpu = [f["cpu"]["service_ms_per_request"] for f in figures]
         print(
             f"{name:<5} requests/s median {statistics.median(rates):7.1f} "
             f"(runs {', '.join(f'{r:.0f}' for r in rates)}), worst step p99 "
-            f"{worst_p99:.0f} ms, errors {errors}"
+            f"{worst_p99:.0f} ms, retries {retries}, errors {errors}, service CPU "
+            f"{statistics.median(cpu):.2f} ms/request (runs {', '.join(f'{c:.2f}' for c in cpu)})"
         )
     if "base" in runs:
         this = statistics.median(f["requests_per_second"] for f in runs["this"])

@@ -58,6 +58,11 @@ class Run:
     requests: int
     seconds: float
     unexpected: int
+    cpu_seconds: float = 0.0  # user + sys of the server process during the run
+
+    @property
+    def cpu_ms_per_request(self) -> float:
+        return 1000 * self.cpu_seconds / self.requests if self.requests else float("nan")
 
     @property
     def per_second(self) -> float:
@@ -122,42 +127,67 @@ def check_answers_201(url: str) -> None:
             raise RuntimeError(f"{url} answered {answer.status}, not 201")
 
 
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time of a process so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def alternate(
-    load: Load, targets: dict[str, str], rounds: int, seconds: float
-) -> dict[str, list[float]]:
-    """Requests/s of each target, round after round, alternating (a warm-up first)."""
-    measured: dict[str, list[float]] = {name: [] for name in targets}
+    load: Load, targets: dict[str, tuple[str, int]], rounds: int, seconds: float
+) -> dict[str, list[Run]]:
+    """Each target's runs, round after round, alternating (a warm-up first).
+
+    A target is its URL and its server's process id, whose CPU time each run records:
+    on a shared machine, CPU time per request varies less than requests per second.
+    """
+    measured: dict[str, list[Run]] = {name: [] for name in targets}
     for round_ in range(1, rounds + 1):
-        for name, url in targets.items():
+        for name, (url, pid) in targets.items():
             if round_ == 1:
                 load.run(url, min(seconds, 3.0))
+            before = cpu_seconds(pid)
             run = load.run(url, seconds)
-            measured[name].append(run.per_second)
+            run = Run(run.requests, run.seconds, run.unexpected, cpu_seconds(pid) - before)
+            measured[name].append(run)
             warning = f"  ({run.unexpected} not 2xx or failed!)" if run.unexpected else ""
             print(
                 f"  round {round_}  {name:<8}  {run.per_second:8.1f} req/s  "
-                f"({run.requests} in {run.seconds:.1f} s){warning}",
+                f"({run.requests} in {run.seconds:.1f} s)  "
+                f"{run.cpu_ms_per_request:.3f} ms CPU/request{warning}",
                 flush=True,
             )
     return measured
 
 
+def summary(name: str, runs: list[Run]) -> tuple[float, float]:
+    """Print the median and spread of ``runs``; return the medians (req/s, CPU ms/request)."""
+    rates = [r.per_second for r in runs]
+    cpu = [r.cpu_ms_per_request for r in runs]
+    rate, per_request = statistics.median(rates), statistics.median(cpu)
+    print(
+        f"{name:<9} {rate:8.1f} req/s (median; {min(rates):.0f}-{max(rates):.0f})  "
+        f"{per_request:.3f} ms CPU/request ({min(cpu):.3f}-{max(cpu):.3f})"
+    )
+    return rate, per_request
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="Upload-url requests/s: service vs bare endpoint")
-    parser.add_argument("--quick", action="store_true", help="1 round of 3 s (default 3 of 10 s)")
+    parser.add_argument("--quick", action="store_true", help="1 round of 3 s (default 5 of 6 s)")
     parser.add_argument("--seconds", type=float, help="length of each measured run")
     parser.add_argument("--rounds", type=int, help="measured runs of each server, alternating")
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--load", choices=("auto", "wrk", "python"), default="auto")
     args = parser.parse_args()
-    seconds: float = args.seconds or (3.0 if args.quick else 10.0)
-    rounds: int = args.rounds or (1 if args.quick else 3)
+    seconds: float = args.seconds or (3.0 if args.quick else 6.0)
+    rounds: int = args.rounds or (1 if args.quick else 5)
 
     with tempfile.TemporaryDirectory(prefix="tracesets-bench-") as tmp, ExitStack() as stack:
         workdir = Path(tmp)
         load = Load(workdir, args.connections, "auto" if args.load == "auto" else args.load)
         service_port, baseline_port = free_port(), free_port()
-        stack.enter_context(
+        service_process = stack.enter_context(
             running(
                 service_argv(service_port, workdir / "service"),
                 ready_url=f"http://{LOOPBACK}:{service_port}/healthz",
@@ -168,7 +198,7 @@ def main() -> None:
         baseline_argv = [str(Path(sys.executable).parent / "uvicorn"), "baseline_app:app"]
         baseline_argv += ["--app-dir", str(HERE), "--host", LOOPBACK, "--port", str(baseline_port)]
         baseline_argv += ["--workers", "1"]
-        stack.enter_context(
+        baseline_process = stack.enter_context(
             running(
                 baseline_argv,
                 ready_url=f"http://{LOOPBACK}:{baseline_port}/healthz",
@@ -177,10 +207,10 @@ def main() -> None:
             )
         )
         targets = {
-            "service": f"http://{LOOPBACK}:{service_port}{PATH}",
-            "baseline": f"http://{LOOPBACK}:{baseline_port}{PATH}",
+            "service": (f"http://{LOOPBACK}:{service_port}{PATH}", service_process.pid),
+            "baseline": (f"http://{LOOPBACK}:{baseline_port}{PATH}", baseline_process.pid),
         }
-        for url in targets.values():
+        for url, _ in targets.values():
             check_answers_201(url)
 
         print(
@@ -190,11 +220,10 @@ def main() -> None:
         )
         measured = alternate(load, targets, rounds, seconds)
 
-    service = statistics.median(measured["service"])
-    baseline = statistics.median(measured["baseline"])
-    print(f"service   {service:8.1f} req/s (median)")
-    print(f"baseline  {baseline:8.1f} req/s (median)")
+    service, service_cpu = summary("service", measured["service"])
+    baseline, baseline_cpu = summary("baseline", measured["baseline"])
     print(f"ratio service/baseline: {service / baseline:.2f}  (target >= 0.8)")
+    print(f"CPU per request, baseline/service: {baseline_cpu / service_cpu:.2f}")
 
 
 if __name__ == "__main__":

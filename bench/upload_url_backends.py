@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import tempfile
 from contextlib import ExitStack
 from pathlib import Path
@@ -26,7 +25,7 @@ from pathlib import Path
 from scratch_postgres import default_url, scratch_database
 from servers import LOOPBACK, free_port, running, service_argv
 from sqlalchemy import create_engine
-from upload_url import BODY, PATH, TOKEN, Load, alternate, check_answers_201
+from upload_url import BODY, PATH, TOKEN, Load, alternate, check_answers_201, summary
 
 from tracesets.db.engine import normalize_url
 
@@ -81,7 +80,7 @@ def main() -> None:
         targets = {}
         for name, url in databases.items():
             port = free_port()
-            stack.enter_context(
+            process = stack.enter_context(
                 running(
                     service_argv(port, workdir / name),
                     ready_url=f"http://{LOOPBACK}:{port}/healthz",
@@ -89,8 +88,8 @@ def main() -> None:
                     env={"TRACESETS_BOOTSTRAP_TOKEN": TOKEN, "DATABASE_URL": url},
                 )
             )
-            targets[name] = f"http://{LOOPBACK}:{port}{PATH}"
-        for url in targets.values():
+            targets[name] = (f"http://{LOOPBACK}:{port}{PATH}", process.pid)
+        for url, _ in targets.values():
             check_answers_201(url)
 
         print(
@@ -100,10 +99,8 @@ def main() -> None:
         )
         measured = alternate(load, targets, rounds, seconds)
 
-    sqlite = statistics.median(measured["sqlite"])
-    postgres = statistics.median(measured["postgres"])
-    print(f"sqlite    {sqlite:8.1f} req/s (median)")
-    print(f"postgres  {postgres:8.1f} req/s (median)")
+    sqlite, _ = summary("sqlite", measured["sqlite"])
+    postgres, _ = summary("postgres", measured["postgres"])
     print(f"ratio postgres/sqlite: {postgres / sqlite:.2f}")
 
 

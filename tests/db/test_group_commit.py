@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -56,3 +59,59 @@ def test_a_failing_writer_is_rolled_back_alone(db: Database) -> None:
     with db.read() as conn:
         kept = {row[0] for row in conn.execute(text("SELECT k FROM t"))}
     assert kept == {k for k in range(300) if k % 3}
+
+
+def test_writers_on_an_event_loop_get_their_own_results_and_failures(db: Database) -> None:
+    """``write_async`` answers a loop's callers once per batch: each gets its own outcome."""
+
+    def work_for(k: int) -> Callable[[Connection], int]:
+        def work(conn: Connection) -> int:
+            conn.execute(text("INSERT INTO t (k) VALUES (:k)"), {"k": k})
+            if k % 4 == 0:
+                raise ValueError(f"refused {k}")
+            return k * 2
+
+        return work
+
+    async def main() -> list[int | str]:
+        async def one(k: int) -> int | str:
+            try:
+                return await db.write_async(work_for(k))
+            except ValueError as refused:
+                return str(refused)
+
+        return list(await asyncio.gather(*(one(k) for k in range(400))))
+
+    outcomes = asyncio.run(main())
+    assert outcomes == [f"refused {k}" if k % 4 == 0 else k * 2 for k in range(400)]
+    with db.read() as conn:
+        kept = {row[0] for row in conn.execute(text("SELECT k FROM t"))}
+    assert kept == {k for k in range(400) if k % 4}
+
+
+def test_a_loop_writer_cancelled_before_its_batch_never_writes(db: Database) -> None:
+    """A caller that stops waiting before its batch starts leaves nothing behind."""
+    group = db._group
+    assert group is not None
+    entered, release = threading.Event(), threading.Event()
+
+    def blocker(conn: Connection) -> None:
+        entered.set()
+        release.wait(timeout=30)
+
+    def insert(conn: Connection) -> None:
+        conn.execute(text("INSERT INTO t (k) VALUES (1)"))
+
+    async def main() -> None:
+        held = group.submit(blocker)  # the group-commit thread is busy with this batch
+        await asyncio.to_thread(entered.wait, 30)
+        waiting = asyncio.ensure_future(db.write_async(insert))
+        await asyncio.sleep(0)  # let it queue its work
+        waiting.cancel()
+        release.set()
+        await asyncio.wrap_future(held)
+        await db.write_async(lambda conn: None)  # a later batch: the cancelled one is behind us
+        assert waiting.cancelled()
+
+    asyncio.run(main())
+    assert count(db) == 0

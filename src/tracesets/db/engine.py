@@ -145,7 +145,7 @@ class Database:
         thread of its own blocks on it. On PostgreSQL the work runs on a worker thread."""
         if self._group is None:
             return await asyncio.to_thread(self.write_soon, work)
-        return await asyncio.wrap_future(self._group.submit(work))
+        return await self._group.submit_on_loop(work)
 
     def write_soon(self, work: Callable[[Connection], T]) -> T:
         """Run ``work`` in a write transaction, committed with others' on SQLite (group

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import (
     Connection,
     Row,
+    Select,
     bindparam,
     func,
     insert,
@@ -17,6 +18,7 @@ from sqlalchemy import (
     update,
 )
 
+from tracesets.db import prepared
 from tracesets.db.tables import files, tracesets
 from tracesets.records import (
     Checked,
@@ -74,6 +76,15 @@ def file_count(conn: Connection, *, seq: int) -> int:
 
 
 INSERT_FILES = insert(files)
+#: A file record's fields, each a column of its row.
+_FILE_FIELDS = tuple(f.name for f in fields(StoredFile))
+
+
+def file_row(seq: int, stored: StoredFile) -> dict[str, Any]:
+    """The row of ``stored`` in traceset ``seq`` (``asdict`` without its deep copies)."""
+    row = {name: getattr(stored, name) for name in _FILE_FIELDS}
+    row["traceset_seq"] = seq
+    return row
 
 
 def insert_files(
@@ -93,7 +104,7 @@ def insert_files(
         for offset, spec in enumerate(specs)
     ]
     if stored:
-        conn.execute(INSERT_FILES, [{"traceset_seq": seq, **asdict(f)} for f in stored])
+        prepared.insert_many(conn, INSERT_FILES, [file_row(seq, f) for f in stored])
     return stored
 
 
@@ -112,6 +123,22 @@ _ONE_FILE = select(tracesets.c.seq, tracesets.c.id, tracesets.c.status, *files.c
 )
 
 
+def _one_file_query(in_workspace: bool, by_idx: bool) -> Select[Any]:
+    query = _ONE_FILE.where(tracesets.c.id == bindparam("traceset_id"))
+    if in_workspace:
+        query = query.where(tracesets.c.workspace == bindparam("workspace"))
+    key = files.c.idx == bindparam("idx") if by_idx else files.c.name == bindparam("name")
+    return query.where(key).limit(1)
+
+
+#: ``one_file``'s four statements (in a workspace or not, by index or by name), built once.
+_ONE_FILE_BY = {
+    (in_workspace, by_idx): _one_file_query(in_workspace, by_idx)
+    for in_workspace in (False, True)
+    for by_idx in (False, True)
+}
+
+
 def one_file(
     conn: Connection,
     *,
@@ -122,16 +149,25 @@ def one_file(
 ) -> OneFile | None:
     """One file by index or by name, and its traceset's status: two index lookups, however
     many files the traceset holds (per-file requests never load the others)."""
-    query = _ONE_FILE.where(tracesets.c.id == traceset_id)
+    params: dict[str, Any] = {"traceset_id": traceset_id}
     if workspace is not None:
-        query = query.where(tracesets.c.workspace == workspace)
-    query = (
-        query.where(files.c.idx == idx) if idx is not None else query.where(files.c.name == name)
-    )
-    row = conn.execute(query.limit(1)).one_or_none()
+        params["workspace"] = workspace
+    if idx is not None:
+        params["idx"] = idx
+    else:
+        params["name"] = name
+    query = _ONE_FILE_BY[(workspace is not None, idx is not None)]
+    row = conn.execute(query, params).one_or_none()
     if row is None:
         return None
     return OneFile(seq=row.seq, traceset_id=row.id, status=row.status, file=stored_file(row))
+
+
+_STATUS_OF = select(tracesets.c.status).where(tracesets.c.seq == bindparam("seq"))
+_STATUS_OF_LOCKED = _STATUS_OF.with_for_update(read=True)
+_DIGEST_OF = select(files.c.sha256).where(
+    files.c.traceset_seq == bindparam("seq"), files.c.idx == bindparam("idx")
+)
 
 
 def adopt_received(
@@ -145,27 +181,26 @@ def adopt_received(
     a file changes only before ``complete`` has read it, never after; on SQLite the
     write transaction is already exclusive.
     """
-    status_query = select(tracesets.c.status).where(tracesets.c.seq == seq)
-    if conn.dialect.name != "sqlite":
-        status_query = status_query.with_for_update(read=True)
-    status: Status | None = conn.execute(status_query).scalar_one_or_none()
+    status_query = _STATUS_OF if conn.dialect.name == "sqlite" else _STATUS_OF_LOCKED
+    status: Status | None = conn.execute(status_query, {"seq": seq}).scalar_one_or_none()
     if status is None:
         return None
     if status == "pending":
         mark_received(conn, seq=seq, idx=idx, sha256=sha256, now=now)
         return status, sha256
-    recorded: str | None = conn.execute(
-        select(files.c.sha256).where(files.c.traceset_seq == seq, files.c.idx == idx)
-    ).scalar_one_or_none()
+    recorded: str | None = conn.execute(_DIGEST_OF, {"seq": seq, "idx": idx}).scalar_one_or_none()
     return status, recorded
 
 
+_MARK_ONE_RECEIVED = (
+    update(files)
+    .where(files.c.traceset_seq == bindparam("b_seq"), files.c.idx == bindparam("b_idx"))
+    .values(received=True, sha256=bindparam("b_sha256"), received_at=bindparam("b_now"))
+)
+
+
 def mark_received(conn: Connection, *, seq: int, idx: int, sha256: str, now: datetime) -> None:
-    conn.execute(
-        update(files)
-        .where(files.c.traceset_seq == seq, files.c.idx == idx)
-        .values(received=True, sha256=sha256, received_at=now)
-    )
+    conn.execute(_MARK_ONE_RECEIVED, {"b_seq": seq, "b_idx": idx, "b_sha256": sha256, "b_now": now})
 
 
 _MARK_RECEIVED = (
@@ -216,13 +251,19 @@ def set_upload(
     )
 
 
+_FILES_FROM = (
+    select(files)
+    .where(files.c.traceset_seq == bindparam("seq"), files.c.idx >= bindparam("start"))
+    .order_by(files.c.idx)
+)
+_FILES_FROM_LIMITED = _FILES_FROM.limit(bindparam("limit"))
+
+
 def files_from(conn: Connection, *, seq: int, start: int, limit: int | None) -> list[StoredFile]:
     """At most ``limit`` files (all with None) of a traceset from index ``start`` on, in
     index order."""
-    rows = conn.execute(
-        select(files)
-        .where(files.c.traceset_seq == seq, files.c.idx >= start)
-        .order_by(files.c.idx)
-        .limit(limit)
-    )
-    return [stored_file(row) for row in rows]
+    params = {"seq": seq, "start": start}
+    query = _FILES_FROM
+    if limit is not None:
+        query, params["limit"] = _FILES_FROM_LIMITED, limit
+    return [stored_file(row) for row in conn.execute(query, params)]

@@ -6,15 +6,22 @@ at a time, so small writes from many requests queue behind each other's fsync. A
 savepoint (one that fails is rolled back alone and gets its own exception), then
 commits once. Every caller still returns only after its work is on disk: durability
 is the same, the disk is asked once per batch instead of once per request.
+
+The savepoints are the driver's own statements, not SQLAlchemy's nested transactions:
+SQLAlchemy's bookkeeping for a savepoint and its release cost more than the insert an
+upload-url request makes. Callers on an event loop are answered once per batch (one
+``call_soon_threadsafe`` for all of that loop's futures), not once per future.
 """
 
 from __future__ import annotations
 
+import asyncio
 import queue
 import threading
+from collections import defaultdict
 from collections.abc import Callable
 from concurrent.futures import Future
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, suppress
 from typing import Any, Final, TypeVar
 
 from sqlalchemy import Connection
@@ -23,11 +30,34 @@ T = TypeVar("T")
 
 MAX_BATCH: Final = 64
 
+#: Where a unit of work's outcome goes: a thread's future, or a future of an event loop.
+_Done = Future[Any] | asyncio.Future[Any]
+#: A unit of work's outcome: its future, its result, the exception it raised.
+_Outcome = tuple[_Done, Any, BaseException | None]
+
+
+def _settle(outcomes: list[_Outcome]) -> None:
+    """Hand each outcome to its future (on the future's own event loop)."""
+    for done, result, failure in outcomes:
+        if done.cancelled():  # the caller stopped waiting; the work was done already
+            continue
+        if failure is not None:
+            done.set_exception(failure)
+        else:
+            done.set_result(result)
+
+
+def _starts(done: _Done) -> bool:
+    """Whether a queued unit of work is still wanted (its future was not cancelled)."""
+    if isinstance(done, Future):
+        return done.set_running_or_notify_cancel()
+    return not done.cancelled()
+
 
 class GroupCommit:
     def __init__(self, transaction: Callable[[], AbstractContextManager[Connection]]) -> None:
         self._transaction = transaction
-        self._queue: queue.SimpleQueue[tuple[Callable[[Connection], Any], Future[Any]]] = (
+        self._queue: queue.SimpleQueue[tuple[Callable[[Connection], Any], _Done]] = (
             queue.SimpleQueue()
         )
         self._thread: threading.Thread | None = None
@@ -41,6 +71,13 @@ class GroupCommit:
         """Queue ``work``; the future holds its result once committed. A future cancelled
         before its batch starts is skipped: its work never runs."""
         done: Future[T] = Future()
+        self._queue.put((work, done))
+        self._ensure_thread()
+        return done
+
+    def submit_on_loop(self, work: Callable[[Connection], T]) -> asyncio.Future[T]:
+        """``submit`` for a caller on an event loop: a future of that loop."""
+        done: asyncio.Future[T] = asyncio.get_running_loop().create_future()
         self._queue.put((work, done))
         self._ensure_thread()
         return done
@@ -61,31 +98,42 @@ class GroupCommit:
                     batch.append(self._queue.get_nowait())
                 except queue.Empty:
                     break
-            self._commit(batch)
+            self._answer(self._commit(batch))
 
-    def _commit(self, batch: list[tuple[Callable[[Connection], Any], Future[Any]]]) -> None:
-        outcomes: list[tuple[Future[Any], Any, BaseException | None]] = []
-        batch = [(work, done) for work, done in batch if done.set_running_or_notify_cancel()]
+    def _commit(self, batch: list[tuple[Callable[[Connection], Any], _Done]]) -> list[_Outcome]:
+        outcomes: list[_Outcome] = []
+        batch = [(work, done) for work, done in batch if _starts(done)]
         if not batch:
-            return
+            return outcomes
         try:
             with self._transaction() as conn:
+                driver = conn.connection.driver_connection
+                assert driver is not None
                 for work, done in batch:
-                    savepoint = conn.begin_nested()
+                    driver.execute("SAVEPOINT group_commit")
                     try:
                         result = work(conn)
                     except BaseException as failure:  # handed to its caller, not raised here
-                        savepoint.rollback()
+                        driver.execute("ROLLBACK TO group_commit")
+                        driver.execute("RELEASE group_commit")
                         outcomes.append((done, None, failure))
                     else:
-                        savepoint.commit()
+                        driver.execute("RELEASE group_commit")
                         outcomes.append((done, result, None))
         except BaseException as failure:  # the commit itself failed: nothing was written
-            for _, done in batch:
-                done.set_exception(failure)
-            return
-        for done, result, refused in outcomes:
-            if refused is not None:
-                done.set_exception(refused)
+            return [(done, None, failure) for _, done in batch]
+        return outcomes
+
+    @staticmethod
+    def _answer(outcomes: list[_Outcome]) -> None:
+        """Settle thread futures here, and each event loop's futures in one call on it."""
+        by_loop: dict[asyncio.AbstractEventLoop, list[_Outcome]] = defaultdict(list)
+        for outcome in outcomes:
+            done = outcome[0]
+            if isinstance(done, Future):
+                _settle([outcome])
             else:
-                done.set_result(result)
+                by_loop[done.get_loop()].append(outcome)
+        for loop, settled in by_loop.items():
+            with suppress(RuntimeError):  # a closed loop: nobody waits for these any more
+                loop.call_soon_threadsafe(_settle, settled)

@@ -6,9 +6,7 @@ that reads, checks and writes does it atomically.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import asdict
 from datetime import datetime
 from typing import Any, Final
 
@@ -16,6 +14,7 @@ from sqlalchemy import (
     Connection,
     Row,
     Select,
+    bindparam,
     case,
     delete,
     func,
@@ -24,7 +23,8 @@ from sqlalchemy import (
     update,
 )
 
-from tracesets.db.file_rows import INSERT_FILES, files_from, stored_file, utc
+from tracesets.db import prepared
+from tracesets.db.file_rows import INSERT_FILES, file_row, files_from, stored_file, utc
 from tracesets.db.tables import files, inspection_ranks, inspections, tracesets
 from tracesets.records import (
     FileSummary,
@@ -56,7 +56,8 @@ def insert_traceset(
     Returns the record as stored, built from what was inserted (no read back).
     """
     metadata = request.workload_metadata
-    seq: int = conn.execute(
+    seq: int = prepared.insert_one(
+        conn,
         _INSERT_TRACESET,
         {
             "id": traceset_id,
@@ -69,7 +70,7 @@ def insert_traceset(
             "workload_metadata": metadata.decode() if metadata is not None else None,
             "rank_count": request.rank_count,
         },
-    ).scalar_one()
+    )
     stored = [
         StoredFile(
             idx=idx,
@@ -86,7 +87,7 @@ def insert_traceset(
             zip(request.files, uploads, strict=True)
         )
     ]
-    conn.execute(INSERT_FILES, [{"traceset_seq": seq, **asdict(f)} for f in stored])
+    prepared.insert_many(conn, INSERT_FILES, [file_row(seq, f) for f in stored])
     return Traceset(
         seq=seq,
         id=traceset_id,
@@ -119,20 +120,6 @@ def traceset_state(
     return None if row is None else (row.seq, row.status, row.rank_count)
 
 
-def _files_by_seq(conn: Connection, seqs: Sequence[int]) -> dict[int, list[StoredFile]]:
-    grouped: dict[int, list[StoredFile]] = defaultdict(list)
-    if not seqs:
-        return grouped
-    rows = conn.execute(
-        select(files)
-        .where(files.c.traceset_seq.in_(seqs))
-        .order_by(files.c.traceset_seq, files.c.idx)
-    )
-    for row in rows:
-        grouped[row.traceset_seq].append(stored_file(row))
-    return grouped
-
-
 def _file_summaries(conn: Connection, seqs: Sequence[int]) -> dict[int, FileSummary]:
     """Each traceset's files counted by the database: no file row leaves it."""
     if not seqs:
@@ -163,20 +150,6 @@ def _inspection_verdicts(
     )
     return {
         row.traceset_seq: (row.status, None if row.ok is None else bool(row.ok)) for row in rows
-    }
-
-
-def _inspections_by_seq(conn: Connection, seqs: Sequence[int]) -> dict[int, InspectionRecord]:
-    if not seqs:
-        return {}
-    rows = conn.execute(
-        select(inspections.c.traceset_seq, inspections.c.status, inspections.c.result).where(
-            inspections.c.traceset_seq.in_(seqs)
-        )
-    )
-    return {
-        row.traceset_seq: InspectionRecord(row.status, row.result.encode() if row.result else None)
-        for row in rows
     }
 
 
@@ -214,6 +187,22 @@ def get_head(conn: Connection, *, workspace: str, traceset_id: str) -> TracesetH
     return None if row is None else TracesetHead(**_head(row))
 
 
+# One traceset's reads, built once with their values bound per call: building a
+# statement (and its cache key) on each call cost more than running it.
+_BY_ID = select(tracesets).where(tracesets.c.id == bindparam("traceset_id"))
+_BY_ID_IN_WORKSPACE = _BY_ID.where(tracesets.c.workspace == bindparam("workspace"))
+_INSPECTION_OF = select(inspections.c.status, inspections.c.result).where(
+    inspections.c.traceset_seq == bindparam("seq")
+)
+_FILES_OF = select(files).where(files.c.traceset_seq == bindparam("seq")).order_by(files.c.idx)
+#: Without GROUP BY: one row, zeros for a traceset without files.
+_SUMMARY_OF = select(
+    func.count(),
+    func.coalesce(func.sum(files.c.size), 0),
+    func.coalesce(func.sum(case((files.c.received.is_(True), 1), else_=0)), 0),
+).where(files.c.traceset_seq == bindparam("seq"))
+
+
 def get_traceset(
     conn: Connection,
     *,
@@ -226,22 +215,30 @@ def get_traceset(
 
     With ``files_limit``, only its first files and their count (for an answer, which shows
     a page of them): one page of rows, whatever the traceset holds."""
-    query = select(tracesets).where(tracesets.c.id == traceset_id)
+    params = {"traceset_id": traceset_id}
+    query = _BY_ID
     if workspace is not None:
-        query = query.where(tracesets.c.workspace == workspace)
+        query, params["workspace"] = _BY_ID_IN_WORKSPACE, workspace
     if for_update and conn.dialect.name != "sqlite":
         query = query.with_for_update()
-    row = conn.execute(query).one_or_none()
+    row = conn.execute(query, params).one_or_none()
     if row is None:
         return None
-    inspection = _inspections_by_seq(conn, [row.seq]).get(row.seq)
+    seq = {"seq": row.seq}
+    found = conn.execute(_INSPECTION_OF, seq).one_or_none()
+    inspection = (
+        None
+        if found is None
+        else InspectionRecord(found.status, found.result.encode() if found.result else None)
+    )
     if files_limit is None:
-        return _traceset(row, _files_by_seq(conn, [row.seq]).get(row.seq, []), inspection)
+        return _traceset(row, [stored_file(f) for f in conn.execute(_FILES_OF, seq)], inspection)
+    n, size, got = conn.execute(_SUMMARY_OF, seq).one()
     return Traceset(
         **_head(row),
         files=files_from(conn, seq=row.seq, start=0, limit=files_limit),
         inspection=inspection,
-        counted=_file_summaries(conn, [row.seq]).get(row.seq, FileSummary(0, 0, 0)),
+        counted=FileSummary(int(n), int(size), int(got)),
     )
 
 
@@ -359,23 +356,34 @@ def pending_before(conn: Connection, cutoff: datetime, limit: int) -> list[tuple
     return [(row.workspace, row.id) for row in rows]
 
 
-def promote(conn: Connection, *, seq: int, workload_metadata: bytes | None, now: datetime) -> None:
-    conn.execute(
-        update(tracesets)
-        .where(tracesets.c.seq == seq)
-        .values(
-            status="promoted",
-            promoted_at=now,
-            updated_at=now,
-            workload_metadata=workload_metadata.decode() if workload_metadata is not None else None,
-        )
+# The writes of complete and promote, built once (as the reads above).
+_PROMOTE = (
+    update(tracesets)
+    .where(tracesets.c.seq == bindparam("b_seq"))
+    .values(
+        status="promoted",
+        promoted_at=bindparam("b_now"),
+        updated_at=bindparam("b_now"),
+        workload_metadata=bindparam("b_metadata"),
     )
+)
+_SET_STATUS = (
+    update(tracesets)
+    .where(tracesets.c.seq == bindparam("b_seq"))
+    .values(status=bindparam("b_status"), updated_at=bindparam("b_now"))
+)
+_QUEUE_INSPECTION = insert(inspections).values(
+    traceset_seq=bindparam("b_seq"), status="pending", attempts=0
+)
+
+
+def promote(conn: Connection, *, seq: int, workload_metadata: bytes | None, now: datetime) -> None:
+    metadata = workload_metadata.decode() if workload_metadata is not None else None
+    conn.execute(_PROMOTE, {"b_seq": seq, "b_now": now, "b_metadata": metadata})
 
 
 def set_status(conn: Connection, *, seq: int, status: Status, now: datetime) -> None:
-    conn.execute(
-        update(tracesets).where(tracesets.c.seq == seq).values(status=status, updated_at=now)
-    )
+    conn.execute(_SET_STATUS, {"b_seq": seq, "b_status": status, "b_now": now})
 
 
 def delete_traceset(conn: Connection, *, seq: int) -> None:
@@ -387,7 +395,7 @@ def delete_traceset(conn: Connection, *, seq: int) -> None:
 
 
 def queue_inspection(conn: Connection, *, seq: int) -> None:
-    conn.execute(insert(inspections).values(traceset_seq=seq, status="pending", attempts=0))
+    conn.execute(_QUEUE_INSPECTION, {"b_seq": seq})
 
 
 def finish_inspection(
