@@ -189,7 +189,17 @@ def release(conn: Connection, *, claim: Claim, owner: str, count_attempt: bool) 
 
 def lock_inspection(conn: Connection, seq: int) -> str | None:
     """The inspection's status, its row locked until the transaction ends (PostgreSQL;
-    SQLite's writer is alone already). None when the traceset was deleted meanwhile."""
+    SQLite's writer is alone already). None when the traceset was deleted meanwhile.
+
+    The traceset's row is locked first (``FOR KEY SHARE``: it only keeps the row from
+    being deleted), in the order a delete takes them: a delete waits for the recorder,
+    never the recorder for a delete holding the traceset while it waits for the
+    inspection (a second update of the inspection's row in one transaction checks its
+    foreign key, which needs the traceset's row: a deadlock, without this lock)."""
+    if conn.dialect.name != "sqlite":
+        traceset = select(tracesets.c.seq).where(tracesets.c.seq == seq)
+        if conn.execute(traceset.with_for_update(read=True, key_share=True)).first() is None:
+            return None
     query = select(inspections.c.status).where(inspections.c.traceset_seq == seq)
     if conn.dialect.name != "sqlite":
         query = query.with_for_update(key_share=True)

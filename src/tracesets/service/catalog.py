@@ -154,10 +154,14 @@ class TracesetService(Uploads, Completion):
 
     def delete(self, workspace: str, traceset_id: str) -> None:
         with self.db.write() as conn:
-            traceset = queries.get_traceset(conn, workspace=workspace, traceset_id=traceset_id)
-            if traceset is None:
+            # The traceset's row first, as every writer takes it (a PUT, complete, the
+            # inspection's recorder): its files and inspection rows after, never before.
+            state = queries.traceset_state(
+                conn, workspace=workspace, traceset_id=traceset_id, lock=True
+            )
+            if state is None:
                 raise not_found(traceset_id)
-            queries.delete_traceset(conn, seq=traceset.seq)
+            queries.delete_traceset(conn, seq=state[0])
         # After the commit: a crash here leaves only unreachable bytes, never a
         # traceset whose files are gone. The sweeper of a restarted process cannot
         # see them; the store's own lifecycle rules can.
