@@ -87,22 +87,28 @@ def file_row(seq: int, stored: StoredFile) -> dict[str, Any]:
     return row
 
 
+def declared(
+    idx: int, spec: FileSpec, upload_id: str | None = None, part_size: int | None = None
+) -> StoredFile:
+    """A file as its declaration stores it: not received, its digest the one declared."""
+    return StoredFile(
+        idx=idx,
+        name=spec.name,
+        size=spec.size,
+        role=spec.role,
+        sha256_declared=spec.sha256,
+        sha256=None,
+        received=False,
+        upload_id=upload_id,
+        part_size=part_size,
+    )
+
+
 def insert_files(
     conn: Connection, *, seq: int, specs: Sequence[FileSpec], first_idx: int
 ) -> list[StoredFile]:
     """Declare more files of a pending traceset, at indices from ``first_idx`` on."""
-    stored = [
-        StoredFile(
-            idx=first_idx + offset,
-            name=spec.name,
-            size=spec.size,
-            role=spec.role,
-            sha256_declared=spec.sha256,
-            sha256=None,
-            received=False,
-        )
-        for offset, spec in enumerate(specs)
-    ]
+    stored = [declared(first_idx + offset, spec) for offset, spec in enumerate(specs)]
     if stored:
         prepared.insert_many(conn, INSERT_FILES, [file_row(seq, f) for f in stored])
     return stored

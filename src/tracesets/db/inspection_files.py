@@ -196,12 +196,11 @@ def lock_inspection(conn: Connection, seq: int) -> str | None:
     never the recorder for a delete holding the traceset while it waits for the
     inspection (a second update of the inspection's row in one transaction checks its
     foreign key, which needs the traceset's row: a deadlock, without this lock)."""
+    query = select(inspections.c.status).where(inspections.c.traceset_seq == seq)
     if conn.dialect.name != "sqlite":
         traceset = select(tracesets.c.seq).where(tracesets.c.seq == seq)
         if conn.execute(traceset.with_for_update(read=True, key_share=True)).first() is None:
             return None
-    query = select(inspections.c.status).where(inspections.c.traceset_seq == seq)
-    if conn.dialect.name != "sqlite":
         query = query.with_for_update(key_share=True)
     status: str | None = conn.execute(query).scalar_one_or_none()
     return status

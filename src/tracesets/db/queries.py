@@ -24,7 +24,14 @@ from sqlalchemy import (
 )
 
 from tracesets.db import prepared
-from tracesets.db.file_rows import INSERT_FILES, file_row, files_from, stored_file, utc
+from tracesets.db.file_rows import (
+    INSERT_FILES,
+    declared,
+    file_row,
+    files_from,
+    stored_file,
+    utc,
+)
 from tracesets.db.tables import files, inspection_ranks, inspections, tracesets
 from tracesets.records import (
     FileSummary,
@@ -72,17 +79,7 @@ def insert_traceset(
         },
     )
     stored = [
-        StoredFile(
-            idx=idx,
-            name=spec.name,
-            size=spec.size,
-            role=spec.role,
-            sha256_declared=spec.sha256,
-            sha256=None,
-            received=False,
-            upload_id=upload_id,
-            part_size=part_size,
-        )
+        declared(idx, spec, upload_id, part_size)
         for idx, (spec, (upload_id, part_size)) in enumerate(
             zip(request.files, uploads, strict=True)
         )
