@@ -23,7 +23,6 @@ back (undeclared parts, or S3-compatible stores that do not check checksums).
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import math
 import os
@@ -38,15 +37,14 @@ from botocore.exceptions import ClientError
 
 from tracesets.records import Checked
 from tracesets.storage.base import PartTarget, UploadIncomplete, UploadPlan
+from tracesets.storage.s3_multipart import Multipart, expected_parts
 from tracesets.storage.s3_objects import (
     MIB,
     S3Location,
     S3Source,
     b64_sha256,
     composite_sha256,
-    error_code,
     is_missing,
-    joined_part,
     part_size_for,
     stored_sha256,
 )
@@ -61,9 +59,6 @@ _READ_CHUNK: Final = 8 * MIB
 #: Files ``complete`` checks at once (a HEAD each, more for parts), and the client's
 #: connections, so that none of them waits for a connection.
 CHECKS_AT_ONCE: Final = 16
-#: Beside a file's key, the part digests its client declared (JSON): resuming signs the
-#: missing parts with them again, and ``complete`` checks S3's composite against them.
-_PARTS_SUFFIX: Final = ".part-sha256"
 
 
 class S3BlobStore:
@@ -97,6 +92,7 @@ class S3BlobStore:
                 max_pool_connections=2 * CHECKS_AT_ONCE,
             ),
         )
+        self.parts = Multipart(self.s3, self.location.bucket)
 
     def check(self) -> None:
         """Fail at start, with the bucket's name, if it cannot be reached."""
@@ -131,7 +127,7 @@ class S3BlobStore:
         if size > self.multipart_threshold:
             extra: dict[str, str] = {}
             if parts is not None and sha256 is not None:
-                self._save_digests(key, parts)
+                self.parts.save_digests(self._key(key), parts)
                 extra["ChecksumAlgorithm"] = "SHA256"
             else:
                 parts = None
@@ -188,47 +184,6 @@ class S3BlobStore:
             parts=parts,
         )
 
-    def _stored_parts(self, key: str, upload_id: str) -> dict[int, int] | None:
-        """Part number → size of the parts stored so far; None if the upload is gone."""
-        stored: dict[int, int] = {}
-        marker = 0
-        while True:
-            try:
-                page = self.s3.list_parts(
-                    Bucket=self.location.bucket,
-                    Key=self._key(key),
-                    UploadId=upload_id,
-                    PartNumberMarker=marker,
-                )
-            except ClientError as exc:
-                if is_missing(exc):
-                    return None
-                raise
-            for part in page.get("Parts", []):
-                stored[int(part["PartNumber"])] = int(part["Size"])
-            if not page.get("IsTruncated"):
-                return stored
-            marker = int(page["NextPartNumberMarker"])
-
-    def _save_digests(self, key: str, parts: PartDigests) -> None:
-        body = json.dumps({"partSize": parts.part_size, "sha256": list(parts.sha256)})
-        self.s3.put_object(
-            Bucket=self.location.bucket, Key=self._key(key) + _PARTS_SUFFIX, Body=body.encode()
-        )
-
-    def _load_digests(self, key: str) -> PartDigests | None:
-        """The part digests declared for ``key``; None when its parts were not declared."""
-        try:
-            got = self.s3.get_object(
-                Bucket=self.location.bucket, Key=self._key(key) + _PARTS_SUFFIX
-            )
-        except ClientError as exc:
-            if is_missing(exc):
-                return None
-            raise
-        saved = json.loads(got["Body"].read())
-        return PartDigests(int(saved["partSize"]), tuple(str(d) for d in saved["sha256"]))
-
     def _object_size(self, key: str) -> int | None:
         try:
             head = self.s3.head_object(Bucket=self.location.bucket, Key=self._key(key))
@@ -252,27 +207,22 @@ class S3BlobStore:
             if self._object_size(key) == size:
                 return None
             return self._plan_again(key, size, sha256, base_url)
-        stored = self._stored_parts(key, upload_id)
+        stored = self.parts.sizes(self._key(key), upload_id)
         if stored is None:  # completed already, or aborted: start again unless whole
             if self._object_size(key) == size:
                 return None
             return self._plan_again(key, size, sha256, base_url)
-        wanted = self._expected_parts(size, part_size)
+        wanted = expected_parts(size, part_size)
         missing = [n for n, length in wanted.items() if stored.get(n) != length]
         if not missing:
             return None  # every part is in; complete joins them
-        digests = self._load_digests(key)
+        digests = self.parts.load_digests(self._key(key))
         return self._multipart_plan(key, size, upload_id, part_size, missing, digests)
 
     def _plan_again(self, key: str, size: int, sha256: str | None, base_url: str) -> UploadPlan:
         """A new upload of ``key``, in parts signed with their declared digests if any."""
-        parts = self._load_digests(key) if size > self.multipart_threshold else None
+        parts = self.parts.load_digests(self._key(key)) if size > self.multipart_threshold else None
         return self.plan_upload(key, size=size, sha256=sha256, base_url=base_url, parts=parts)
-
-    @staticmethod
-    def _expected_parts(size: int, part_size: int) -> dict[int, int]:
-        count = max(1, math.ceil(size / part_size))
-        return {n: min(part_size, size - (n - 1) * part_size) for n in range(1, count + 1)}
 
     def arrived(
         self,
@@ -284,9 +234,9 @@ class S3BlobStore:
         part_size: int | None,
     ) -> bool:
         if upload_id is not None and part_size is not None:
-            stored = self._stored_parts(key, upload_id)
+            stored = self.parts.sizes(self._key(key), upload_id)
             if stored is not None:
-                return stored == self._expected_parts(size, part_size)
+                return stored == expected_parts(size, part_size)
         return self._object_size(key) == size
 
     def checked_at_upload(self, prefix: str) -> Mapping[str, int]:
@@ -316,9 +266,9 @@ class S3BlobStore:
     ) -> Checked:
         digests = None
         if upload_id is not None and sha256 is not None:
-            digests = self._load_digests(key)
+            digests = self.parts.load_digests(self._key(key))
         if upload_id is not None:
-            self._complete_multipart(key, size, upload_id, digests)
+            self.parts.join(self._key(key), size, upload_id, digests)
         try:
             head = self.s3.head_object(
                 Bucket=self.location.bucket, Key=self._key(key), ChecksumMode="ENABLED"
@@ -338,7 +288,7 @@ class S3BlobStore:
             and head.get("ChecksumSHA256")
             and head.get("ChecksumType") != "FULL_OBJECT"
         ):
-            digests = self._load_digests(key)
+            digests = self.parts.load_digests(self._key(key))
         checksum = str(head.get("ChecksumSHA256") or "")
         digest = self._parts_sha256(key, head, sha256, digests)
         how = f"S3's composite checksum of {len(digests.sha256) if digests else 0} declared parts"
@@ -355,45 +305,6 @@ class S3BlobStore:
                 f"arrived with sha256 {checked.sha256}; it was declared with {sha256}"
             )
         return checked
-
-    def _complete_multipart(
-        self, key: str, size: int, upload_id: str, digests: PartDigests | None
-    ) -> None:
-        stored = self._stored_parts(key, upload_id)
-        if stored is None:
-            return  # completed by an earlier call; the object's own checks follow
-        numbers = sorted(stored)
-        if numbers != list(range(1, len(numbers) + 1)) or sum(stored.values()) != size:
-            have = f"{len(numbers)} part(s), {sum(stored.values()):,} of {size:,} bytes"
-            raise UploadIncomplete(f"has not fully arrived ({have})")
-        listed = self.s3.list_parts(
-            Bucket=self.location.bucket, Key=self._key(key), UploadId=upload_id
-        )
-        etags = {int(p["PartNumber"]): p["ETag"] for p in listed.get("Parts", [])}
-        marker = listed.get("NextPartNumberMarker")
-        while listed.get("IsTruncated"):
-            listed = self.s3.list_parts(
-                Bucket=self.location.bucket,
-                Key=self._key(key),
-                UploadId=upload_id,
-                PartNumberMarker=marker,
-            )
-            etags.update({int(p["PartNumber"]): p["ETag"] for p in listed.get("Parts", [])})
-            marker = listed.get("NextPartNumberMarker")
-        try:
-            self.s3.complete_multipart_upload(
-                Bucket=self.location.bucket,
-                Key=self._key(key),
-                UploadId=upload_id,
-                MultipartUpload={"Parts": [joined_part(n, etags[n], digests) for n in numbers]},
-                IfNoneMatch="*",  # never replace an object already there
-            )
-        except ClientError as exc:
-            if error_code(exc) != "PreconditionFailed":
-                raise
-            # An object is there already: the checks that follow judge it, and these parts
-            # are of no use.
-            self.abort_upload(key, upload_id)
 
     def _parts_sha256(
         self, key: str, head: Mapping[str, Any], sha256: str | None, digests: PartDigests | None
@@ -448,13 +359,7 @@ class S3BlobStore:
         return S3Source(self.s3, self.location.bucket, self._key(key), size)
 
     def abort_upload(self, key: str, upload_id: str) -> None:
-        try:
-            self.s3.abort_multipart_upload(
-                Bucket=self.location.bucket, Key=self._key(key), UploadId=upload_id
-            )
-        except ClientError as exc:
-            if not is_missing(exc):
-                raise
+        self.parts.abort(self._key(key), upload_id)
 
     def delete_prefix(self, prefix: str) -> None:
         full = self._key(prefix) + "/"
