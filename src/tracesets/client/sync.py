@@ -34,6 +34,7 @@ from tracesets.client.models import (
 from tracesets.client.progress import FilesCallback, ProgressCallback
 from tracesets.client.retry import RetryPolicy
 from tracesets.client.state import UploadState
+from tracesets.client.transport import SchemeTransport
 from tracesets.uploadrequest import Role
 from tracesets.vocabulary import ListFilters
 
@@ -68,7 +69,10 @@ class Client(BlockingIO):
         super().__init__(
             url, token, timeout=timeout, concurrency=concurrency, retry=retry, state=state
         )
-        self._http = httpx.Client(transport=transport, **self._http_settings())
+        settings = self._http_settings()
+        self._http = httpx.Client(
+            transport=transport or SchemeTransport(settings["limits"]), **settings
+        )
 
     def __enter__(self) -> Self:
         return self
