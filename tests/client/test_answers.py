@@ -1,5 +1,6 @@
 """The client's own readers of an upload's answers stay in step with the wire models, and
-an upload from the command line never imports pydantic.
+an upload from the command line never imports pydantic (nor, off a terminal, rich's
+console).
 
 Each reader is given the service's real answers; what it reads must be what the wire
 model reads from the same JSON, and a traceset prints exactly as its wire model does.
@@ -19,6 +20,7 @@ import pytest
 
 from tests.server import ServerProcess
 from tracesets import Client, ClientError, jsontext
+from tracesets.cli.progress import TERMINAL_VARIABLES
 from tracesets.client import protocol
 from tracesets.client.answers import (
     FileAnswer,
@@ -117,7 +119,7 @@ def test_an_answer_the_reader_cannot_read_is_a_clear_error(body: bytes) -> None:
     assert protocol.plain({"a": 1}) == {"a": 1}
 
 
-def test_an_upload_from_the_command_line_imports_no_pydantic(
+def test_an_upload_from_a_script_imports_neither_pydantic_nor_richs_console(
     server: ServerProcess, workspace_token: str, tmp_path: Path
 ) -> None:
     run = tmp_path / "run"
@@ -131,8 +133,10 @@ def test_an_upload_from_the_command_line_imports_no_pydantic(
         "    main.main()\n"
         "finally:\n"
         "    print('pydantic imported:', 'pydantic' in sys.modules, file=sys.stderr)\n"
+        "    print('rich console imported:', 'rich.console' in sys.modules, file=sys.stderr)\n"
     )
-    env = {**os.environ, "TRACESETS_URL": server.url, "TRACESETS_TOKEN": workspace_token}
+    env = {k: v for k, v in os.environ.items() if k not in TERMINAL_VARIABLES}
+    env |= {"TRACESETS_URL": server.url, "TRACESETS_TOKEN": workspace_token}
     done = subprocess.run(
         [sys.executable, "-c", script],
         env=env,
@@ -143,6 +147,7 @@ def test_an_upload_from_the_command_line_imports_no_pydantic(
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "pydantic imported: False" in done.stderr
+    assert "rich console imported: False" in done.stderr  # stderr is no terminal here
     printed = jsontext.loads(done.stdout)
     assert printed["status"] == "ready" and printed["fileCount"] == 1
     assert printed["createdAt"].endswith("Z")

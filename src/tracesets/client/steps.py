@@ -238,9 +238,13 @@ class Sending:
 
     def chunks(self) -> Iterator[bytes]:
         for chunk in read_range(self.put.file.path, self.put.offset, self.put.length):
-            self.sent += len(chunk)
-            self.counter.add(len(chunk))
+            self.moved(len(chunk))
             yield chunk
+
+    def moved(self, count: int) -> None:
+        """``count`` more bytes of this PUT's body went."""
+        self.sent += count
+        self.counter.add(count)
 
     def rewind(self) -> None:
         self.counter.add(-self.sent)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Self, TypeVar, Unpack
 
 import httpx
 
-from tracesets.client import protocol
+from tracesets.client import plainput, protocol
 from tracesets.client.answers import (
     TracesetAnswer,
     as_file,
@@ -29,6 +29,7 @@ from tracesets.client.files import (
     PathLike,
     collect,
 )
+from tracesets.client.plainput import PlainPuts
 from tracesets.client.progress import FilesCallback, ProgressCallback
 from tracesets.client.retry import RetryPolicy
 from tracesets.client.state import UploadState
@@ -83,6 +84,8 @@ class Client(BlockingIO):
         self._http = httpx.Client(
             transport=transport or SchemeTransport(settings["limits"]), **settings
         )
+        if transport is None and plainput.usable():
+            self._plain_puts = PlainPuts(timeout, {"User-Agent": USER_AGENT})
 
     def __enter__(self) -> Self:
         return self
@@ -97,6 +100,8 @@ class Client(BlockingIO):
 
     def close(self) -> None:
         self._http.close()
+        if self._plain_puts is not None:
+            self._plain_puts.close()
 
     # -- the API ---------------------------------------------------------------------------
 
