@@ -68,6 +68,8 @@ class Store:
                     reading.read(length // 2)
                     return
                 body = reading.read(length)
+                if len(body) < length:  # the client closed mid-body: nothing arrived whole
+                    return
                 if action == "503":
                     peer.sendall(b"HTTP/1.1 503 Busy\r\nContent-Length: 0\r\n\r\n")
                     continue
