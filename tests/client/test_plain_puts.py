@@ -96,8 +96,8 @@ def files(tmp_path: Path) -> list[LocalFile]:
     return made
 
 
-def send(store: Store, files: list[LocalFile], moves: list[tuple[int, int]]) -> None:
-    targets = [
+def targets_of(store: Store, files: list[LocalFile]) -> list[UploadTarget]:
+    return [
         UploadTarget(
             name=f.name,
             role="primary",
@@ -108,10 +108,21 @@ def send(store: Store, files: list[LocalFile], moves: list[tuple[int, int]]) -> 
         )
         for f in files
     ]
-    retry = RetryPolicy(retries=2, backoff=0.0)
-    with Client("http://127.0.0.1:1", "a-token", concurrency=1, retry=retry) as client:
-        assert client._plain_puts is not None
-        client.send_uploads("t", files, targets, lambda done, total: moves.append((done, total)))
+
+
+def client() -> Client:
+    made = Client(
+        "http://127.0.0.1:1", "a-token", concurrency=1, retry=RetryPolicy(retries=2, backoff=0)
+    )
+    assert made._plain_puts is not None
+    return made
+
+
+def send(store: Store, files: list[LocalFile], moves: list[tuple[int, int]]) -> None:
+    with client() as sending:
+        sending.send_uploads(
+            "t", files, targets_of(store, files), lambda done, total: moves.append((done, total))
+        )
 
 
 @pytest.fixture
@@ -132,6 +143,18 @@ def test_every_byte_arrives_on_one_kept_connection(
     assert sorted(store.bodies) == sorted(f.path.read_bytes() for f in files)
     assert store.connections == 1
     assert moves[-1] == (3 * SIZE, 3 * SIZE)
+
+
+def test_uploads_one_after_another_reuse_the_connection(
+    files: list[LocalFile], store_of: list[Store]
+) -> None:
+    store = Store([])
+    store_of.append(store)
+    with client() as sending:  # each upload sends on threads of its own
+        sending.send_uploads("t", files[:1], targets_of(store, files[:1]))
+        sending.send_uploads("t", files[1:], targets_of(store, files[1:]))
+    assert len(store.bodies) == 3
+    assert store.connections == 1
 
 
 @pytest.mark.parametrize("fault", ["503", "cut"])

@@ -1,5 +1,5 @@
 """PUTs to plain http:// URLs with the file's bytes handed to the kernel (``sendfile``),
-on one kept-alive connection per sending thread.
+on kept-alive connections shared by the sending threads (one each at a time).
 
 Through httpx every MiB is read into Python and passed through httpcore and h11. Sending
 128 MiB in 64 PUTs from 8 threads to a loopback sink took 0.09 to 0.12 s of CPU that way
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import http.client
 import select
+import socket
 import threading
 import urllib.request
 from collections.abc import Callable, Mapping
@@ -36,14 +37,18 @@ def usable() -> bool:
     return not urllib.request.getproxies().get("http")
 
 
+Address = tuple[str, int]
+
+
 class PlainPuts:
-    """PUTs on plain HTTP/1.1 connections, one per thread, kept while the server keeps them."""
+    """PUTs on plain HTTP/1.1 connections: each PUT takes an idle one to its server (or
+    opens one) and gives it back after a whole answer, so no more stay open than PUTs
+    ran at once, however many uploads the client makes."""
 
     def __init__(self, timeout: float, headers: Mapping[str, str]) -> None:
         self._timeout = timeout
         self._headers = dict(headers)
-        self._local = threading.local()
-        self._open: set[http.client.HTTPConnection] = set()
+        self._idle: dict[Address, list[http.client.HTTPConnection]] = {}
         self._lock = threading.Lock()
 
     def send(
@@ -59,7 +64,8 @@ class PlainPuts:
         (it may raise to stop the PUT, whose connection is then closed)."""
         target = urlsplit(url)
         where = target.path + (f"?{target.query}" if target.query else "")
-        connection = self._connection(target.hostname or "", target.port or 80)
+        address = (target.hostname or "", target.port or 80)
+        connection = self._take(address)
         try:
             try:
                 self._request(connection, where or "/", headers, path, offset, length, moved)
@@ -73,13 +79,16 @@ class PlainPuts:
                 answer = connection.getresponse()
             body = answer.read()
         except (OSError, http.client.HTTPException) as exc:
-            connection.close()  # the next PUT on this thread connects again
+            connection.close()
             raise _transport_error(exc, httpx.ReadError) from exc
         except BaseException:
             connection.close()  # half a body went: the connection cannot be reused
             raise
         if answer.will_close:
             connection.close()
+        else:
+            with self._lock:
+                self._idle.setdefault(address, []).append(connection)
         return httpx.Response(
             answer.status,
             headers=answer.getheaders(),
@@ -115,37 +124,34 @@ class PlainPuts:
                 sent += count
                 moved(count)
 
-    def _connection(self, host: str, port: int) -> http.client.HTTPConnection:
-        """This thread's connection to ``host:port``; a fresh one if the server closed it."""
-        connections: dict[tuple[str, int], http.client.HTTPConnection] | None
-        connections = getattr(self._local, "connections", None)
-        if connections is None:
-            connections = self._local.connections = {}
-        kept = connections.get((host, port))
-        if kept is not None and kept.sock is not None and _closed_by_server(kept):
-            kept.close()
-        if kept is None:
-            kept = http.client.HTTPConnection(host, port, timeout=self._timeout)
-            connections[(host, port)] = kept
+    def _take(self, address: Address) -> http.client.HTTPConnection:
+        """An idle connection to ``address`` the server has not closed, or a new one."""
+        while True:
             with self._lock:
-                self._open.add(kept)
-        return kept
+                idle = self._idle.get(address)
+                kept = idle.pop() if idle else None
+            if kept is None:
+                return http.client.HTTPConnection(*address, timeout=self._timeout)
+            if kept.sock is not None and not _closed_by_server(kept.sock):
+                return kept
+            kept.close()
 
     def close(self) -> None:
         with self._lock:
-            for connection in self._open:
-                connection.close()
-            self._open.clear()
+            for connections in self._idle.values():
+                for connection in connections:
+                    connection.close()
+            self._idle.clear()
 
 
-def _closed_by_server(connection: http.client.HTTPConnection) -> bool:
+def _closed_by_server(sock: socket.socket) -> bool:
     """An idle connection with something to read: the server's close (or garbage)."""
-    assert connection.sock is not None
+    poll = select.poll()
+    poll.register(sock, select.POLLIN)
     try:
-        readable, _, _ = select.select([connection.sock], [], [], 0)
-    except (OSError, ValueError):
+        return bool(poll.poll(0))
+    except OSError:
         return True
-    return bool(readable)
 
 
 def _early_answer(connection: http.client.HTTPConnection) -> http.client.HTTPResponse | None:
