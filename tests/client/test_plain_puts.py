@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tracesets import Client, ClientError, RetryPolicy
@@ -190,3 +191,15 @@ def test_a_file_that_became_shorter_is_not_sent_as_whole(
     with pytest.raises(ClientError, match="became shorter"):
         send(store, files[:1], [])
     assert store.bodies == []
+
+
+def answered(request: httpx.Request) -> httpx.Response:
+    return httpx.Response(200)
+
+
+def test_with_a_proxy_set_puts_go_through_httpx(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("http_proxy", "http://127.0.0.1:3128")
+    with Client("http://127.0.0.1:1", "a-token") as proxied:
+        assert proxied._plain_puts is None
+    with Client("http://127.0.0.1:1", "a-token", transport=httpx.MockTransport(answered)) as mocked:
+        assert mocked._plain_puts is None
