@@ -22,6 +22,7 @@ import argparse
 import hashlib
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -76,13 +77,22 @@ class Service:
             return json.loads(text) if text else None
 
 
-def run_command(service: Service, directory: Path) -> float:
-    """Seconds ``tracesets upload DIR`` took, start to exit."""
+def children_cpu() -> float:
+    """CPU seconds (user + sys) of this process's finished children so far."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def run_command(service: Service, directory: Path, cpu: list[float] | None = None) -> float:
+    """Seconds ``tracesets upload DIR`` took, start to exit; its CPU seconds onto ``cpu``."""
     env = {**os.environ, "TRACESETS_URL": service.base, "TRACESETS_TOKEN": TOKEN}
     argv = [str(VENV_BIN / "tracesets"), "upload", str(directory), "--rank-count", "64", "--json"]
+    cpu_before = children_cpu()
     started = time.perf_counter()
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=1800, check=False)
     took = time.perf_counter() - started
+    if cpu is not None:
+        cpu.append(children_cpu() - cpu_before)
     if done.returncode != 0:
         raise RuntimeError(f"tracesets upload exited {done.returncode}: {done.stderr[-2000:]}")
     traceset = json.loads(done.stdout)
@@ -150,11 +160,12 @@ def main() -> None:
         )
         run_command(service, directory)  # unmeasured: warms the page cache and the service
         seconds: dict[str, list[float]] = {"tracesets": [], "curl": []}
+        cpu: list[float] = []
         for run in range(1, args.runs + 1):
             for name, times in seconds.items():
                 os.sync()
                 took = (
-                    run_command(service, directory)
+                    run_command(service, directory, cpu)
                     if name == "tracesets"
                     else run_curl(curl, service, directory, digests)
                 )
@@ -173,6 +184,10 @@ def main() -> None:
     print(
         f"curl --parallel   {baseline:6.2f} s  {total / baseline / MB:8.1f} MB/s (median; the "
         f"PUTs only, {PARALLEL} at a time)"
+    )
+    print(
+        f"tracesets upload CPU (user + sys) {statistics.median(cpu):.2f} s (median; "
+        f"min {min(cpu):.2f}, max {max(cpu):.2f})"
     )
     for name, times in seconds.items():
         print(f"  {name} spread: min {min(times):.2f} s, max {max(times):.2f} s")

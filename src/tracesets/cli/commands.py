@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from itertools import islice
 from pathlib import Path
-from typing import Annotated, Any, Final, cast
+from typing import TYPE_CHECKING, Annotated, Any, Final, cast
 
 import typer
 
@@ -15,17 +15,14 @@ from tracesets.cli.inspect import duplicated, missing_lines, ranks_list
 from tracesets.cli.output import REFUSED, error_lines, json_text, say, size, warn
 from tracesets.cli.progress import display
 from tracesets.cli.upload import summary
-from tracesets.client import (
-    Client,
-    ClientError,
-    Traceset,
-    TracesetFile,
-    TracesetSummary,
-)
+from tracesets.client import Client, ClientError
 from tracesets.client.downloads import DownloadSummary, choose
 from tracesets.inspection import Summary
 from tracesets.jobs import missing_ranks, ranges
 from tracesets.vocabulary import LIST_PAGE_MAX, ListFilter, ListFilters
+
+if TYPE_CHECKING:
+    from tracesets.client import Traceset, TracesetFile, TracesetSummary
 
 #: A declared rank count above this is not checked rank by rank.
 MAX_RANKS_LISTED = 1 << 20

@@ -10,10 +10,10 @@ from functools import cache
 from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 import typer
-from pydantic import BaseModel
 
 from tracesets import jsontext
 from tracesets.client import ClientError
+from tracesets.client.answers import TracesetAnswer
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -48,11 +48,19 @@ def size(count: int) -> str:
 
 def json_text(value: Any) -> str:
     """Indented JSON with every number exactly as the service sent it (models included)."""
-    if isinstance(value, BaseModel):
-        value = value.model_dump()
-    elif isinstance(value, list):
-        value = [v.model_dump() if isinstance(v, BaseModel) else v for v in value]
-    return jsontext.dumps_indented(value)
+    if isinstance(value, list):
+        value = [_printed(v) for v in value]
+    return jsontext.dumps_indented(_printed(value))
+
+
+def _printed(value: Any) -> Any:
+    """A wire model or an answer as the object it prints as; anything else as it is."""
+    if isinstance(value, TracesetAnswer):
+        return value.printed()
+    pydantic = sys.modules.get("pydantic")  # a model was made, so pydantic was imported
+    if pydantic is not None and isinstance(value, pydantic.BaseModel):
+        return value.model_dump()
+    return value
 
 
 def shown(value: Any) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from functools import partial
-from typing import Final, NoReturn
+from typing import Final, NoReturn, Protocol
 
 import typer
 
@@ -15,7 +15,8 @@ from tracesets.cli.inspect import inspect_local
 from tracesets.cli.job import upload_one_rank
 from tracesets.cli.output import REFUSED, error_lines, json_text, say, size, warn
 from tracesets.cli.progress import display
-from tracesets.client import ClientError, Traceset
+from tracesets.client import ClientError
+from tracesets.client.answers import TracesetAnswer
 from tracesets.client.core import UploadPlan
 from tracesets.client.files import LocalFile, collect, total_size
 from tracesets.inspection import Summary, summarize
@@ -80,14 +81,14 @@ def upload(
     warnings: list[str] = []
     with options.client(url, token, concurrency=concurrency) as client:
         if resume is not None:
-            traceset = _send(files, "resuming", partial(client.resume_files, resume, files))
+            traceset = _send(files, "resuming", partial(client.resume_files_answer, resume, files))
         else:
             workload_metadata, warnings = check_against_traces(
                 files, workload_metadata, infer=infer_rank_count, ignore=ignore_trace_ranks
             )
             named = paths[0].resolve().name if name is None else name
             plan = _plan(files, named, workload_metadata, description)
-            traceset = _send(files, "uploading", partial(client.upload_plan, plan))
+            traceset = _send(files, "uploading", partial(client.upload_plan_answer, plan))
     _report(traceset, warnings, as_json=as_json)
 
 
@@ -103,13 +104,13 @@ def _plan(
         _refuse(error)
 
 
-def _send(files: list[LocalFile], verb: str, send: Callable[..., Traceset]) -> Traceset:
+def _send(files: list[LocalFile], verb: str, send: Callable[..., TracesetAnswer]) -> TracesetAnswer:
     """``send(progress=…, hash_progress=…)``, its progress shown."""
     with display(verb, "uploaded", len(files), total_size(files), hashing=True) as shown:
         return send(progress=shown.moved, hash_progress=shown.hashed, files_progress=shown.files)
 
 
-def _report(traceset: Traceset, warnings: list[str], *, as_json: bool) -> None:
+def _report(traceset: TracesetAnswer, warnings: list[str], *, as_json: bool) -> None:
     say(json_text(traceset) if as_json else summary(traceset))
     if warnings:  # said before a long upload, scrolled away since: the rank count is final
         warn(f"{len(warnings)} warning{'' if len(warnings) == 1 else 's'} from before the upload:")
@@ -197,7 +198,24 @@ def _refuse(error: ClientError) -> NoReturn:
     raise typer.Exit(REFUSED)
 
 
-def summary(traceset: Traceset) -> str:
+class Summarized(Protocol):
+    """What the one-line summary reads: a ``Traceset`` or a ``TracesetAnswer``."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def fileCount(self) -> int: ...  # noqa: N802 (the wire name)
+    @property
+    def fileBytes(self) -> int: ...  # noqa: N802 (the wire name)
+    @property
+    def rankCountDerived(self) -> int | None: ...  # noqa: N802 (the wire name)
+
+
+def summary(traceset: Summarized) -> str:
     files = traceset.fileCount
     ranks = (
         "no rank count"

@@ -1,31 +1,33 @@
 """The Python client of the Tracesets service: ``Client``, its asyncio twin, one exception.
 
-``AsyncClient`` is imported on first use (PEP 562): the command line and blocking
-programs do not pay for asyncio's client at start-up.
+``AsyncClient`` and the result types (pydantic models) are imported on first use (PEP
+562): the command line and blocking programs do not pay for asyncio's client, nor an
+upload for pydantic, at start-up.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 from tracesets.client.downloads import DownloadSummary
 from tracesets.client.errors import ClientError
-from tracesets.client.models import (
-    PartTarget,
-    PromotedTraceset,
-    Traceset,
-    TracesetFile,
-    TracesetSummary,
-    UploadStatus,
-    UploadTarget,
-    UploadUrlResponse,
-)
 from tracesets.client.progress import FilesCallback, ProgressCallback
 from tracesets.client.retry import RetryPolicy
 from tracesets.client.sync import Client
 
 if TYPE_CHECKING:
     from tracesets.client.asynchronous import AsyncClient
+    from tracesets.client.models import (
+        PartTarget,
+        PromotedTraceset,
+        Traceset,
+        TracesetFile,
+        TracesetSummary,
+        UploadStatus,
+        UploadTarget,
+        UploadUrlResponse,
+    )
 
 __all__ = [
     "AsyncClient",
@@ -46,10 +48,27 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name == "AsyncClient":
-        from tracesets.client.asynchronous import AsyncClient
+_LAZY = {
+    "AsyncClient": "tracesets.client.asynchronous",
+    **dict.fromkeys(
+        (
+            "PartTarget",
+            "PromotedTraceset",
+            "Traceset",
+            "TracesetFile",
+            "TracesetSummary",
+            "UploadStatus",
+            "UploadTarget",
+            "UploadUrlResponse",
+        ),
+        "tracesets.client.models",
+    ),
+}
 
-        globals()[name] = AsyncClient
-        return AsyncClient
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module 'tracesets.client' has no attribute {name!r}")

@@ -13,6 +13,13 @@ from typing import Self, TypeVar, Unpack
 import httpx
 
 from tracesets.client import protocol
+from tracesets.client.answers import (
+    as_file,
+    as_promoted,
+    as_traceset,
+    as_upload_status,
+    as_upload_urls,
+)
 from tracesets.client.awaiting import AwaitingIO
 from tracesets.client.core import UploadPlan
 from tracesets.client.downloads import DownloadSummary
@@ -87,13 +94,15 @@ class AsyncClient(AwaitingIO):
         body = protocol.upload_url_body(
             name=name, files=files, workload_metadata=workload_metadata, description=description
         )
-        return await self._fetch(self._upload_url_call(body, idempotency_key))
+        answer = await self._fetch(self._upload_url_call(body, idempotency_key))
+        return as_upload_urls(answer)
 
     async def add_files(
         self, traceset_id: str, files: Sequence[protocol.FileEntry]
     ) -> UploadUrlResponse:
         """Declare more files of a pending traceset; an upload entry for each still to send."""
-        return await self._fetch(self._add_files_call(traceset_id, files))
+        answer = await self._fetch(self._add_files_call(traceset_id, files))
+        return as_upload_urls(answer)
 
     async def send_file(
         self,
@@ -158,8 +167,10 @@ class AsyncClient(AwaitingIO):
         wait: float = 0,
         files_progress: FilesCallback | None = None,
     ) -> Traceset:
-        return await self._run(
-            self._upload_flow(upload, progress, hash_progress, wait, files_progress)
+        return as_traceset(
+            await self._run(
+                self._upload_flow(upload, progress, hash_progress, wait, files_progress)
+            )
         )
 
     async def whoami(self) -> Whoami:
@@ -168,10 +179,10 @@ class AsyncClient(AwaitingIO):
     async def wait_for_inspection(
         self, traceset_id: str, *, timeout: float = 60.0, interval: float = 0.25
     ) -> Traceset:
-        return await self._run(self._wait_flow(traceset_id, timeout, interval))
+        return as_traceset(await self._run(self._wait_flow(traceset_id, timeout, interval)))
 
     async def upload_status(self, traceset_id: str, cursor: str | None = None) -> UploadStatus:
-        return await self._run(self._upload_status_flow(traceset_id, cursor))
+        return as_upload_status(await self._run(self._upload_status_flow(traceset_id, cursor)))
 
     async def resume_upload(
         self,
@@ -196,15 +207,17 @@ class AsyncClient(AwaitingIO):
         hash_progress: ProgressCallback | None = None,
         files_progress: FilesCallback | None = None,
     ) -> Traceset:
-        return await self._run(
-            self._resume_flow(traceset_id, files, progress, hash_progress, files_progress)
+        return as_traceset(
+            await self._run(
+                self._resume_flow(traceset_id, files, progress, hash_progress, files_progress)
+            )
         )
 
     async def complete(self, traceset_id: str) -> Traceset:
-        return await self._run(self._complete_flow(traceset_id))
+        return as_traceset(await self._run(self._complete_flow(traceset_id)))
 
     async def get_traceset(self, traceset_id: str) -> Traceset:
-        return await self._run(self._get_flow(traceset_id))
+        return as_traceset(await self._run(self._get_flow(traceset_id)))
 
     async def iter_files(
         self, traceset_id: str, cursor: str | None = None
@@ -212,7 +225,7 @@ class AsyncClient(AwaitingIO):
         while True:
             page = await self._fetch(self._files_page_call(traceset_id, cursor))
             for item in page.items:
-                yield item
+                yield as_file(item)
             if (cursor := page.nextCursor) is None:
                 return
 
@@ -232,7 +245,7 @@ class AsyncClient(AwaitingIO):
     async def promote_traceset(
         self, traceset_id: str, workload_metadata: protocol.Metadata | None = None
     ) -> PromotedTraceset:
-        return await self._run(self._promote_flow(traceset_id, workload_metadata))
+        return as_promoted(await self._run(self._promote_flow(traceset_id, workload_metadata)))
 
     async def delete_traceset(self, traceset_id: str) -> None:
         await self._fetch(self._delete_call(traceset_id))

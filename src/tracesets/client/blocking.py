@@ -16,6 +16,7 @@ import httpx
 from tracesets.client.core import ClientCore
 from tracesets.client.errors import ClientError
 from tracesets.client.files import Download, LocalFile, Put, hash_file
+from tracesets.client.plainput import PlainPuts
 from tracesets.client.progress import ProgressCounter
 from tracesets.client.steps import (
     HASH_AHEAD_THREADS,
@@ -47,6 +48,8 @@ class BlockingIO(ClientCore):
     """The I/O of the steps ``ClientCore``'s flows ask for."""
 
     _http: httpx.Client
+    #: PUTs to http:// URLs sent with ``sendfile``; ``None``: every PUT through httpx.
+    _plain_puts: PlainPuts | None = None
 
     # -- performing the core's steps -------------------------------------------------------
 
@@ -103,11 +106,20 @@ class BlockingIO(ClientCore):
         stream: bool = False,
     ) -> httpx.Response:
         """Send until an answer that is not worth retrying, or the retries run out."""
+        return self._tries(lambda: self._http.send(build(), stream=stream), what, rewind)
+
+    def _tries(
+        self,
+        attempt: Callable[[], httpx.Response],
+        what: str,
+        rewind: Callable[[], None] | None = None,
+    ) -> httpx.Response:
+        """``attempt()`` until an answer that is not worth retrying, or the retries run out."""
         attempts = Attempts(self.retry, what, rewind)
         while True:
             outcome: httpx.Response | Exception
             try:
-                outcome = self._http.send(build(), stream=stream)
+                outcome = attempt()
             except httpx.TransportError as exc:
                 outcome = exc
             kept = attempts.after(outcome)
@@ -182,6 +194,25 @@ class BlockingIO(ClientCore):
 
     def _put(self, put: Put, counter: ProgressCounter, abort: threading.Event) -> None:
         sending = Sending(put, counter)
+        if self._plain_puts is not None and put.url.startswith("http://"):
+            plain = self._plain_puts
+
+            def moved(count: int) -> None:
+                if abort.is_set():
+                    raise _Cancelled
+                sending.moved(count)
+
+            def attempt() -> httpx.Response:
+                return plain.send(
+                    put.url, sending.headers, put.file.path, put.offset, put.length, moved
+                )
+
+            try:
+                response = self._tries(attempt, sending.what, sending.rewind)
+            except _Cancelled:
+                return
+            sending.check(response)
+            return
 
         def body() -> Iterator[bytes]:
             for chunk in sending.chunks():

@@ -19,11 +19,20 @@ import uuid
 from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final, cast
 
 import httpx
 
 from tracesets.client import connection, protocol
+from tracesets.client.answers import (
+    FileLike,
+    FileListAnswer,
+    TracesetAnswer,
+    UploadStatusAnswer,
+    UploadTargetLike,
+    UploadUrlAnswer,
+    WhoamiAnswer,
+)
 from tracesets.client.downloads import DownloadSummary, adding, choose, clear, inside, tally
 from tracesets.client.errors import ClientError
 from tracesets.client.files import (
@@ -37,19 +46,7 @@ from tracesets.client.files import (
     total_size,
     undigested,
 )
-from tracesets.client.models import (
-    FileList,
-    PromotedTraceset,
-    Traceset,
-    TracesetFile,
-    TracesetList,
-    UploadStatus,
-    UploadTarget,
-    UploadUrlResponse,
-    Whoami,
-)
 from tracesets.client.progress import FilesCallback, ProgressCallback, ProgressCounter
-from tracesets.client.protocol import TracesetT
 from tracesets.client.retry import RetryPolicy
 from tracesets.client.state import UploadState, fingerprint
 from tracesets.client.steps import (
@@ -68,11 +65,15 @@ from tracesets.client.steps import (
     ask,
     hashed,
     hashed_next,
+    light,
     location,
     nothing,
     reading,
 )
 from tracesets.version import __version__
+
+if TYPE_CHECKING:
+    from tracesets.client.models import Traceset, TracesetList, Whoami
 
 USER_AGENT: Final = f"tracesets-python/{__version__}"
 #: Seconds between polls of an inspection at first; each wait grows by half, to 2 s.
@@ -177,15 +178,21 @@ class ClientCore:
     # -- the API's requests -----------------------------------------------------------------
 
     def _whoami_call(self) -> Call[Whoami]:
+        from tracesets.client.models import Whoami
+
         return Call("GET", protocol.WHOAMI, "whoami", reading(Whoami, "whoami"))
 
-    def _upload_url_call(self, body: dict[str, Any], key: str | None) -> Call[UploadUrlResponse]:
+    def _scopes_call(self) -> Call[WhoamiAnswer]:
+        """whoami, for an upload's check of its token's scopes."""
+        return Call("GET", protocol.WHOAMI, "whoami", light(WhoamiAnswer.read, "whoami"))
+
+    def _upload_url_call(self, body: dict[str, Any], key: str | None) -> Call[UploadUrlAnswer]:
         """One ``Idempotency-Key`` (a fresh UUID unless given) goes with every retry."""
         return Call(
             "POST",
             f"{protocol.TRACESETS}/upload-url",
             "upload-url",
-            reading(UploadUrlResponse, "upload-url"),
+            light(UploadUrlAnswer.read, "upload-url"),
             body=body,
             headers={"Idempotency-Key": key or str(uuid.uuid4())},
             expect=201,
@@ -193,35 +200,37 @@ class ClientCore:
 
     def _add_files_call(
         self, traceset_id: str, files: Sequence[protocol.FileEntry]
-    ) -> Call[UploadUrlResponse]:
+    ) -> Call[UploadUrlAnswer]:
         return Call(
             "POST",
             protocol.traceset_path(traceset_id, "files"),
             "add files",
-            reading(UploadUrlResponse, "add files"),
+            light(UploadUrlAnswer.read, "add files"),
             body=protocol.add_files_body(files),
             expect=201,
         )
 
-    def _uploads_page_call(self, traceset_id: str, cursor: str | None) -> Call[UploadStatus]:
+    def _uploads_page_call(self, traceset_id: str, cursor: str | None) -> Call[UploadStatusAnswer]:
         return Call(
             "GET",
             protocol.traceset_path(traceset_id, "uploads"),
             "uploads",
-            reading(UploadStatus, "uploads"),
+            light(UploadStatusAnswer.read, "uploads"),
             params=protocol.files_params(cursor),
         )
 
-    def _files_page_call(self, traceset_id: str, cursor: str | None) -> Call[FileList]:
+    def _files_page_call(self, traceset_id: str, cursor: str | None) -> Call[FileListAnswer]:
         return Call(
             "GET",
             protocol.traceset_path(traceset_id, "files"),
             "list files",
-            reading(FileList, "list files"),
+            light(FileListAnswer.read, "list files"),
             params=protocol.files_params(cursor),
         )
 
     def _list_page_call(self, params: Params) -> Call[TracesetList]:
+        from tracesets.client.models import TracesetList
+
         return Call(
             "GET",
             protocol.TRACESETS,
@@ -241,19 +250,20 @@ class ClientCore:
 
     # -- steps of more than one request -------------------------------------------------------
 
-    def _get_flow(self, traceset_id: str) -> Flow[Traceset]:
+    def _get_flow(self, traceset_id: str) -> Flow[TracesetAnswer]:
         path = protocol.traceset_path(traceset_id)
-        first = yield from ask(Call("GET", path, "get traceset", reading(Traceset, "get traceset")))
+        read = light(TracesetAnswer.read, "get traceset")
+        first = yield from ask(Call("GET", path, "get traceset", read))
         return (yield from self._whole(first))
 
-    def _complete_flow(self, traceset_id: str) -> Flow[Traceset]:
+    def _complete_flow(self, traceset_id: str) -> Flow[TracesetAnswer]:
         path = protocol.traceset_path(traceset_id, "complete")
         done = yield from ask(
             Call(
                 "POST",
                 path,
                 "complete",
-                reading(Traceset, "complete"),
+                light(TracesetAnswer.read, "complete"),
                 timeout=protocol.COMPLETE_TIMEOUT,
             )
         )
@@ -261,19 +271,20 @@ class ClientCore:
 
     def _promote_flow(
         self, traceset_id: str, workload_metadata: protocol.Metadata | None
-    ) -> Flow[PromotedTraceset]:
+    ) -> Flow[TracesetAnswer]:
+        """The promoted traceset (its ``warnings`` in its JSON), every file listed."""
         promoted = yield from ask(
             Call(
                 "POST",
                 protocol.traceset_path(traceset_id, "promote"),
                 "promote",
-                reading(PromotedTraceset, "promote"),
+                light(TracesetAnswer.read, "promote"),
                 body=protocol.promote_body(workload_metadata),
             )
         )
         return (yield from self._whole(promoted))
 
-    def _whole(self, traceset: TracesetT) -> Flow[TracesetT]:
+    def _whole(self, traceset: TracesetAnswer) -> Flow[TracesetAnswer]:
         """The traceset with the files past its first page too (an answer holds one page)."""
         files, cursor = list(traceset.files), traceset.filesNextCursor
         if cursor is None:
@@ -282,11 +293,11 @@ class ClientCore:
             page = yield from ask(self._files_page_call(traceset.id, cursor))
             files.extend(page.items)
             cursor = page.nextCursor
-        return traceset.model_copy(update={"files": files, "filesNextCursor": None})
+        return traceset.with_files(files)
 
     def _upload_status_flow(
         self, traceset_id: str, cursor: str | None = None
-    ) -> Flow[UploadStatus]:
+    ) -> Flow[UploadStatusAnswer]:
         """Every page of the upload status, or every page from ``cursor`` on (a page's
         ``nextCursor``, an answer's ``uploadsNextCursor``), as one."""
         whole = yield from ask(self._uploads_page_call(traceset_id, cursor))
@@ -294,9 +305,9 @@ class ClientCore:
         while cursor is not None:
             page = yield from ask(self._uploads_page_call(traceset_id, cursor))
             whole, cursor = protocol.joined(whole, page), page.nextCursor
-        return whole.model_copy(update={"nextCursor": None})
+        return whole.whole()
 
-    def _wait_flow(self, traceset_id: str, timeout: float, interval: float) -> Flow[Traceset]:
+    def _wait_flow(self, traceset_id: str, timeout: float, interval: float) -> Flow[TracesetAnswer]:
         deadline = time.monotonic() + timeout
         while True:
             traceset = yield from self._get_flow(traceset_id)
@@ -315,18 +326,18 @@ class ClientCore:
         hash_progress: ProgressCallback | None,
         wait: float,
         files_progress: FilesCallback | None = None,
-    ) -> Flow[Traceset]:
+    ) -> Flow[TracesetAnswer]:
         """The token checked (not after hashing terabytes), then a resume of the same
         upload if one is remembered, else a new traceset sent batch after batch.
 
         An upload is remembered under what is known of it before any file is read (names,
         sizes, roles, the rest of the body): a resume hashes every file and goes on only if
         each declared one is still the same, so changing any byte starts a new upload."""
-        protocol.require_scope((yield from ask(self._whoami_call())), "write")
+        protocol.require_scope((yield from ask(self._scopes_call())), "write")
         key = fingerprint(self.url, self._token, upload.body([undigested(f) for f in upload.files]))
         files = upload.files
         started = self.state.started(key)
-        done: Traceset | None = None
+        done: TracesetAnswer | None = None
         if started is not None:
             files = yield from hashed(files, hash_progress)
             _, *rest = self._batches(files)
@@ -367,7 +378,7 @@ class ClientCore:
         progress: ProgressCallback | None,
         hash_progress: ProgressCallback | None,
         files_progress: FilesCallback | None,
-    ) -> Flow[Traceset]:
+    ) -> Flow[TracesetAnswer]:
         """A new traceset: the files hashed in the background, in order; each batch
         declared (upload-url, then add-files) once hashed and its PUTs started, sent while
         the next batches are hashed and declared; then complete. An error after upload-url
@@ -406,7 +417,7 @@ class ClientCore:
         *,
         declare: Sequence[Sequence[LocalFile]] = (),
         same: bool = False,
-    ) -> Flow[Traceset]:
+    ) -> Flow[TracesetAnswer]:
         """What has not arrived sent, then the upload completed; ``declare``: the batches
         past the first that an interrupted upload may not have declared yet. ``same``:
         ``files`` are hashed, and each the traceset declared must have its digest."""
@@ -431,7 +442,7 @@ class ClientCore:
         self,
         traceset_id: str,
         files: list[LocalFile],
-        uploads: Sequence[UploadTarget],
+        uploads: Sequence[UploadTargetLike],
         progress: ProgressCallback | None,
         files_progress: FilesCallback | None = None,
     ) -> Flow[None]:
@@ -449,10 +460,10 @@ class ClientCore:
         self,
         traceset_id: str,
         files: list[LocalFile],
-        uploads: Sequence[UploadTarget],
+        uploads: Sequence[UploadTargetLike],
         progress: ProgressCallback | None,
         files_progress: FilesCallback | None = None,
-    ) -> Flow[Traceset]:
+    ) -> Flow[TracesetAnswer]:
         yield from self._send_flow(traceset_id, files, uploads, progress, files_progress)
         try:
             return (yield from self._complete_flow(traceset_id))
@@ -471,10 +482,10 @@ class ClientCore:
 
     def _declare_flow(
         self, traceset_id: str, batches: Sequence[Sequence[dict[str, Any]]]
-    ) -> Flow[list[UploadTarget]]:
+    ) -> Flow[list[UploadTargetLike]]:
         """The files past the first request's declared, a batch a request (add-files); the
         upload entries answered. Declaring them again is harmless, so a resume repeats it."""
-        uploads: list[UploadTarget] = []
+        uploads: list[UploadTargetLike] = []
         for batch in batches:
             answer = yield from ask(self._add_files_call(traceset_id, batch))
             uploads += yield from self._every_upload_flow(traceset_id, answer, batch)
@@ -483,9 +494,9 @@ class ClientCore:
     def _every_upload_flow(
         self,
         traceset_id: str,
-        answer: UploadUrlResponse,
+        answer: UploadUrlAnswer,
         declared: Sequence[dict[str, Any]],
-    ) -> Flow[list[UploadTarget]]:
+    ) -> Flow[list[UploadTargetLike]]:
         """An answer's upload entries for the files ``declared``, and those it left out to
         stay bounded, from the upload status (other files there, such as other ranks',
         are not ours)."""
@@ -519,7 +530,7 @@ class ClientCore:
 
     def _download_all_flow(
         self,
-        traceset: str | Traceset,
+        traceset: str | Traceset | TracesetAnswer,
         dest: PathLike,
         names: Iterable[str] | None,
         progress: ProgressCallback | None,
@@ -527,7 +538,7 @@ class ClientCore:
         started = time.monotonic()
         if isinstance(traceset, str):
             traceset = yield from self._get_flow(traceset)
-        files = choose(traceset.files, names)
+        files: list[FileLike] = choose(traceset.files, names)
         places = [(f, inside(dest, f.name)) for f in files]  # every name checked first
         counter = ProgressCounter(sum(f.size for f in files), progress)
         counter.start()
@@ -536,7 +547,7 @@ class ClientCore:
         return tally(outcomes, time.monotonic() - started, dest)
 
     def _download_one_flow(
-        self, traceset_id: str, file: TracesetFile, path: Path, counter: ProgressCounter
+        self, traceset_id: str, file: FileLike, path: Path, counter: ProgressCounter
     ) -> Flow[int | None]:
         """The file's bytes fetched, or ``None`` when they are there already."""
         if (yield Disk(lambda: clear(path, file))):

@@ -11,11 +11,14 @@ import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import TypeVar
 
+from tracesets.client.answers import FileLike
 from tracesets.client.errors import ClientError
 from tracesets.client.files import CHUNK, PathLike
-from tracesets.client.models import TracesetFile
 from tracesets.client.progress import ProgressCallback, ProgressCounter
+
+F = TypeVar("F", bound=FileLike)
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +40,7 @@ def inside(dest: PathLike, name: str) -> Path:
     return Path(dest).joinpath(*relative.parts)
 
 
-def choose(files: Iterable[TracesetFile], names: Iterable[str] | None) -> list[TracesetFile]:
+def choose(files: Iterable[F], names: Iterable[str] | None) -> list[F]:
     """The files asked for (all without ``names``), largest first so none finishes alone."""
     every = list(files)
     wanted = set(names or ())
@@ -49,7 +52,7 @@ def choose(files: Iterable[TracesetFile], names: Iterable[str] | None) -> list[T
     return sorted(every, key=lambda f: f.size, reverse=True)
 
 
-def already_there(path: Path, file: TracesetFile) -> bool:
+def already_there(path: Path, file: FileLike) -> bool:
     """``path`` holds exactly ``file``: its size, then (only if that matches) its sha256."""
     try:
         if not path.is_file() or path.stat().st_size != file.size:
@@ -65,7 +68,7 @@ def already_there(path: Path, file: TracesetFile) -> bool:
     return digest.hexdigest() == file.sha256
 
 
-def clear(path: Path, file: TracesetFile) -> bool:
+def clear(path: Path, file: FileLike) -> bool:
     """``True`` if ``path`` already holds ``file``; otherwise whatever is there is removed,
     so a wrong or partial file never stays under the name even if the fetch then fails."""
     if already_there(path, file):

@@ -14,14 +14,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
-import pydantic
 
 from tracesets import jsontext
 from tracesets.problems import Problem, TracesetsError
-from tracesets.wire import ProblemDetails
+
+if TYPE_CHECKING:
+    from tracesets.wire import ProblemDetails
 
 
 class ClientError(Exception):
@@ -108,6 +109,10 @@ def _problem_details(response: httpx.Response) -> ProblemDetails | None:
     kind = response.headers.get("content-type", "")
     if not kind.startswith(("application/problem+json", "application/json")):
         return None
+    import pydantic  # a refusal's details only: an upload that goes well never needs it
+
+    from tracesets.wire import ProblemDetails
+
     try:
         response.read()
         body: Any = jsontext.loads(response.content)

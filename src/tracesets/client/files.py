@@ -14,8 +14,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
+from tracesets.client.answers import TracesetAnswer, UploadStatusAnswer, UploadTargetLike
 from tracesets.client.errors import ClientError
-from tracesets.client.models import Traceset, UploadStatus, UploadTarget
 from tracesets.uploadrequest import Role
 from tracesets.vocabulary import PLANNED_PARTS_MAX
 
@@ -181,7 +181,7 @@ def read_range(path: Path, offset: int, length: int) -> Iterator[bytes]:
             yield chunk
 
 
-def plan(files: Sequence[LocalFile], uploads: Sequence[UploadTarget]) -> list[Put]:
+def plan(files: Sequence[LocalFile], uploads: Sequence[UploadTargetLike]) -> list[Put]:
     """Every PUT the upload needs: one per file, or one per part of a multipart upload."""
     by_name = {f.name: f for f in files}
     puts: list[Put] = []
@@ -217,7 +217,7 @@ def plan(files: Sequence[LocalFile], uploads: Sequence[UploadTarget]) -> list[Pu
 
 
 def still_to_send(
-    files: Sequence[LocalFile], traceset: Traceset, status: UploadStatus
+    files: Sequence[LocalFile], traceset: TracesetAnswer, status: UploadStatusAnswer
 ) -> list[LocalFile]:
     """The local files an interrupted upload still needs, each the size the traceset declared."""
     local = {f.name: f for f in files}
@@ -239,7 +239,7 @@ def still_to_send(
     return wanted
 
 
-def check_digests(files: Sequence[LocalFile], traceset: Traceset) -> None:
+def check_digests(files: Sequence[LocalFile], traceset: TracesetAnswer) -> None:
     declared = {f.name: f.sha256 for f in traceset.files}
     for file in files:
         expected = declared.get(file.name)

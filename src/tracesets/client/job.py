@@ -15,12 +15,15 @@ import hashlib
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tracesets.client.errors import ClientError
 from tracesets.client.files import LocalFile, PathLike
-from tracesets.client.models import UploadUrlResponse
 from tracesets.client.sync import Client
 from tracesets.jobs import MANIFEST_NAME, Job, missing_ranks, rank_file_name
+
+if TYPE_CHECKING:
+    from tracesets.client.models import UploadUrlResponse
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,14 +6,21 @@ are sent, so a refusal names the same member, value and rule with nothing sent.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Final, TypeVar
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar
 from urllib.parse import quote
 
 import httpx
-import pydantic
 
 from tracesets import jsontext
+from tracesets.client.answers import (
+    TracesetAnswer,
+    Unreadable,
+    UploadStatusAnswer,
+    UploadUrlAnswer,
+    WhoamiAnswer,
+)
 from tracesets.client.errors import ClientError
 from tracesets.problems import Problem, TracesetsError
 from tracesets.uploadrequest import read_file_additions, read_upload_request
@@ -26,7 +33,11 @@ from tracesets.vocabulary import (
     ListFilter,
     ListFilters,
 )
-from tracesets.wire import Traceset, UploadFileSpec, UploadStatus, UploadUrlResponse, Whoami
+
+if TYPE_CHECKING:
+    import pydantic
+
+    from tracesets.wire import UploadFileSpec, Whoami
 
 TRACESETS: Final = "/api/v1/tracesets"
 WHOAMI: Final = "/api/v1/whoami"
@@ -36,15 +47,17 @@ COMPLETE_TIMEOUT: Final = 900.0
 #: Files asked for a page of the files route (its largest page).
 FILES_PAGE: Final = FILES_PAGE_MAX
 
-Model = TypeVar("Model", bound=pydantic.BaseModel)
-TracesetT = TypeVar("TracesetT", bound=Traceset)
-FileEntry = UploadFileSpec | Mapping[str, Any]
-Metadata = Mapping[str, Any] | pydantic.BaseModel
+Model = TypeVar("Model", bound="pydantic.BaseModel")
+A = TypeVar("A")
+FileEntry: TypeAlias = "UploadFileSpec | Mapping[str, Any]"
+Metadata: TypeAlias = "Mapping[str, Any] | pydantic.BaseModel"
 
 
 def plain(value: Any) -> Any:
-    """A pydantic model as the JSON object it stands for (members it was given only)."""
-    if isinstance(value, pydantic.BaseModel):
+    """A pydantic model as the JSON object it stands for (members it was given only).
+    A program that made one has imported pydantic; the command line never does."""
+    pydantic = sys.modules.get("pydantic")
+    if pydantic is not None and isinstance(value, pydantic.BaseModel):
         return value.model_dump(mode="json", exclude_unset=True)
     if isinstance(value, Mapping) and not isinstance(value, dict):
         return dict(value)
@@ -188,18 +201,35 @@ def parse(model: type[Model], response: httpx.Response, what: str) -> Model:
     Stored metadata keeps every number as it was written: a 5,000-digit integer or
     ``0.1000000000000000000001`` comes back as a ``jsontext.JsonNumber`` of its text.
     """
+    import pydantic
+
     try:
         return model.model_validate(jsontext.loads(response.content))
     except (pydantic.ValidationError, jsontext.JsonError) as exc:
         why = exc.errors()[0]["msg"] if isinstance(exc, pydantic.ValidationError) else str(exc)
-        raise ClientError(
-            f"{what} answered {response.status_code} with a body the client does not "
-            f"understand: {why}",
-            status=response.status_code,
-        ) from None
+        raise _not_understood(what, response, why) from None
 
 
-def require_scope(who: Whoami, scope: str) -> None:
+def read(reader: Callable[[Mapping[str, Any]], A], response: httpx.Response, what: str) -> A:
+    """The answer read with the service's own exact JSON reader, then by one of the
+    client's own readers (``answers``): no pydantic on an upload's way."""
+    try:
+        body = jsontext.loads(response.content)
+        if not isinstance(body, Mapping):
+            raise Unreadable("not a JSON object")
+        return reader(body)
+    except (Unreadable, jsontext.JsonError) as exc:
+        raise _not_understood(what, response, str(exc)) from None
+
+
+def _not_understood(what: str, response: httpx.Response, why: str) -> ClientError:
+    return ClientError(
+        f"{what} answered {response.status_code} with a body the client does not understand: {why}",
+        status=response.status_code,
+    )
+
+
+def require_scope(who: WhoamiAnswer | Whoami, scope: str) -> None:
     """ClientError, as the service words its 403, when the token lacks ``scope``."""
     if scope not in who.scopes:
         detail = f"This token does not have the {scope} scope"
@@ -211,8 +241,8 @@ def require_scope(who: Whoami, scope: str) -> None:
         )
 
 
-def inspection_pending(traceset: Traceset) -> bool:
-    return traceset.inspection is not None and traceset.inspection.status == "pending"
+def inspection_pending(traceset: TracesetAnswer) -> bool:
+    return traceset.inspection_status == "pending"
 
 
 def inspection_timeout(traceset_id: str, timeout: float) -> ClientError:
@@ -226,7 +256,7 @@ def files_params(cursor: str | None) -> dict[str, str | int]:
     return {"limit": FILES_PAGE} if cursor is None else {"limit": FILES_PAGE, "cursor": cursor}
 
 
-def left_out(answer: UploadUrlResponse, names: Sequence[str]) -> set[str]:
+def left_out(answer: UploadUrlAnswer, names: Sequence[str]) -> set[str]:
     """The files of ``names`` an upload-url or add-files answer has no entry for because it
     was cut (``uploadsNextCursor``); empty when it was not (a file with nothing left to
     send has no entry either)."""
@@ -235,11 +265,6 @@ def left_out(answer: UploadUrlResponse, names: Sequence[str]) -> set[str]:
     return set(names) - {u.name for u in answer.uploads}
 
 
-def joined(first: UploadStatus, then: UploadStatus) -> UploadStatus:
+def joined(first: UploadStatusAnswer, then: UploadStatusAnswer) -> UploadStatusAnswer:
     """Two pages of upload status as one."""
-    return then.model_copy(
-        update={
-            "received": [*first.received, *then.received],
-            "uploads": [*first.uploads, *then.uploads],
-        }
-    )
+    return first.joined(then)

@@ -178,7 +178,15 @@ def hash_counter(step: Hash | HashAhead) -> ProgressCounter:
 
 
 def reading(model: type[protocol.Model], what: str) -> Callable[[httpx.Response], protocol.Model]:
+    """The answer read into a wire model (pydantic)."""
     return lambda response: protocol.parse(model, response, what)
+
+
+def light(
+    reader: Callable[[Mapping[str, Any]], protocol.A], what: str
+) -> Callable[[httpx.Response], protocol.A]:
+    """The answer read by one of the client's own readers (``answers``)."""
+    return lambda response: protocol.read(reader, response, what)
 
 
 def nothing(response: httpx.Response) -> None:
@@ -230,9 +238,13 @@ class Sending:
 
     def chunks(self) -> Iterator[bytes]:
         for chunk in read_range(self.put.file.path, self.put.offset, self.put.length):
-            self.sent += len(chunk)
-            self.counter.add(len(chunk))
+            self.moved(len(chunk))
             yield chunk
+
+    def moved(self, count: int) -> None:
+        """``count`` more bytes of this PUT's body went."""
+        self.sent += count
+        self.counter.add(count)
 
     def rewind(self) -> None:
         self.counter.add(-self.sent)

@@ -8,11 +8,19 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Self, TypeVar, Unpack
+from typing import TYPE_CHECKING, Self, TypeVar, Unpack
 
 import httpx
 
-from tracesets.client import protocol
+from tracesets.client import plainput, protocol
+from tracesets.client.answers import (
+    TracesetAnswer,
+    as_file,
+    as_promoted,
+    as_traceset,
+    as_upload_status,
+    as_upload_urls,
+)
 from tracesets.client.blocking import BlockingIO
 from tracesets.client.core import USER_AGENT, UploadPlan
 from tracesets.client.downloads import DownloadSummary
@@ -21,21 +29,25 @@ from tracesets.client.files import (
     PathLike,
     collect,
 )
-from tracesets.client.models import (
-    PromotedTraceset,
-    Traceset,
-    TracesetFile,
-    TracesetSummary,
-    UploadStatus,
-    UploadTarget,
-    UploadUrlResponse,
-    Whoami,
-)
+from tracesets.client.plainput import PlainPuts
 from tracesets.client.progress import FilesCallback, ProgressCallback
 from tracesets.client.retry import RetryPolicy
 from tracesets.client.state import UploadState
+from tracesets.client.transport import SchemeTransport
 from tracesets.uploadrequest import Role
 from tracesets.vocabulary import ListFilters
+
+if TYPE_CHECKING:
+    from tracesets.client.models import (
+        PromotedTraceset,
+        Traceset,
+        TracesetFile,
+        TracesetSummary,
+        UploadStatus,
+        UploadTarget,
+        UploadUrlResponse,
+        Whoami,
+    )
 
 __all__ = ["USER_AGENT", "Client"]
 
@@ -68,7 +80,12 @@ class Client(BlockingIO):
         super().__init__(
             url, token, timeout=timeout, concurrency=concurrency, retry=retry, state=state
         )
-        self._http = httpx.Client(transport=transport, **self._http_settings())
+        settings = self._http_settings()
+        self._http = httpx.Client(
+            transport=transport or SchemeTransport(settings["limits"]), **settings
+        )
+        if transport is None and plainput.usable():
+            self._plain_puts = PlainPuts(timeout, {"User-Agent": USER_AGENT})
 
     def __enter__(self) -> Self:
         return self
@@ -83,6 +100,8 @@ class Client(BlockingIO):
 
     def close(self) -> None:
         self._http.close()
+        if self._plain_puts is not None:
+            self._plain_puts.close()
 
     # -- the API ---------------------------------------------------------------------------
 
@@ -103,7 +122,7 @@ class Client(BlockingIO):
         body = protocol.upload_url_body(
             name=name, files=files, workload_metadata=workload_metadata, description=description
         )
-        return self._fetch(self._upload_url_call(body, idempotency_key))
+        return as_upload_urls(self._fetch(self._upload_url_call(body, idempotency_key)))
 
     def add_files(self, traceset_id: str, files: Sequence[protocol.FileEntry]) -> UploadUrlResponse:
         """Declare more files of a pending traceset; an upload entry for each still to send.
@@ -111,7 +130,7 @@ class Client(BlockingIO):
         Declaring a file again exactly as before is harmless (a retry answers what is left
         of it), so this is safe to retry as a whole.
         """
-        return self._fetch(self._add_files_call(traceset_id, files))
+        return as_upload_urls(self._fetch(self._add_files_call(traceset_id, files)))
 
     def send_file(
         self,
@@ -190,6 +209,27 @@ class Client(BlockingIO):
     ) -> Traceset:
         """``upload`` of files already collected and checked (``UploadPlan.checked``);
         ``files_progress(arrived, count, in_flight)`` follows the PUTs file by file."""
+        return as_traceset(
+            self.upload_plan_answer(
+                upload,
+                progress=progress,
+                hash_progress=hash_progress,
+                wait=wait,
+                files_progress=files_progress,
+            )
+        )
+
+    def upload_plan_answer(
+        self,
+        upload: UploadPlan,
+        *,
+        progress: ProgressCallback | None = None,
+        hash_progress: ProgressCallback | None = None,
+        wait: float = 0,
+        files_progress: FilesCallback | None = None,
+    ) -> TracesetAnswer:
+        """``upload_plan``, the traceset as the service answered it, read without pydantic
+        (``TracesetAnswer``: what the command line prints)."""
         return self._run(self._upload_flow(upload, progress, hash_progress, wait, files_progress))
 
     def whoami(self) -> Whoami:
@@ -203,13 +243,13 @@ class Client(BlockingIO):
         longer pending), polling every ``interval`` seconds (growing to 2) for at most
         ``timeout`` seconds; ``ClientError`` if it is still pending then. A traceset with no
         inspection (no primary files, or not complete) is returned at once."""
-        return self._run(self._wait_flow(traceset_id, timeout, interval))
+        return as_traceset(self._run(self._wait_flow(traceset_id, timeout, interval)))
 
     def upload_status(self, traceset_id: str, cursor: str | None = None) -> UploadStatus:
         """What of a pending upload has arrived, and fresh URLs for the rest (every page, or
         every page from ``cursor`` on: a page's ``nextCursor``, an answer's
         ``uploadsNextCursor``)."""
-        return self._run(self._upload_status_flow(traceset_id, cursor))
+        return as_upload_status(self._run(self._upload_status_flow(traceset_id, cursor)))
 
     def resume_upload(
         self,
@@ -238,24 +278,44 @@ class Client(BlockingIO):
         files_progress: FilesCallback | None = None,
     ) -> Traceset:
         """``resume_upload`` of files already collected."""
+        return as_traceset(
+            self.resume_files_answer(
+                traceset_id,
+                files,
+                progress=progress,
+                hash_progress=hash_progress,
+                files_progress=files_progress,
+            )
+        )
+
+    def resume_files_answer(
+        self,
+        traceset_id: str,
+        files: list[LocalFile],
+        *,
+        progress: ProgressCallback | None = None,
+        hash_progress: ProgressCallback | None = None,
+        files_progress: FilesCallback | None = None,
+    ) -> TracesetAnswer:
+        """``resume_files``, the traceset read without pydantic (see ``upload_plan_answer``)."""
         return self._run(
             self._resume_flow(traceset_id, files, progress, hash_progress, files_progress)
         )
 
     def complete(self, traceset_id: str) -> Traceset:
         """Mark an upload complete once every file has arrived whole."""
-        return self._run(self._complete_flow(traceset_id))
+        return as_traceset(self._run(self._complete_flow(traceset_id)))
 
     def get_traceset(self, traceset_id: str) -> Traceset:
         """The traceset with every one of its files, fetched page after page past the first."""
-        return self._run(self._get_flow(traceset_id))
+        return as_traceset(self._run(self._get_flow(traceset_id)))
 
     def iter_files(self, traceset_id: str, cursor: str | None = None) -> Iterator[TracesetFile]:
         """A traceset's files in index order (from ``cursor`` on, if given), one page of up
         to 1,000 fetched at a time."""
         while True:
             page = self._fetch(self._files_page_call(traceset_id, cursor))
-            yield from page.items
+            yield from (as_file(item) for item in page.items)
             if (cursor := page.nextCursor) is None:
                 return
 
@@ -280,7 +340,7 @@ class Client(BlockingIO):
         self, traceset_id: str, workload_metadata: protocol.Metadata | None = None
     ) -> PromotedTraceset:
         """Promote a ready traceset; new ``workload_metadata`` replaces the stored one."""
-        return self._run(self._promote_flow(traceset_id, workload_metadata))
+        return as_promoted(self._run(self._promote_flow(traceset_id, workload_metadata)))
 
     def delete_traceset(self, traceset_id: str) -> None:
         self._fetch(self._delete_call(traceset_id))
