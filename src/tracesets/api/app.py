@@ -237,7 +237,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.state.rate_limiter = RateLimiter(settings.rate_limit, settings.rate_burst)
-    app.state.upload_slots = UploadSlots(settings.max_concurrent_uploads)
+    app.state.upload_slots = UploadSlots(settings.max_concurrent_uploads, settings.upload_wait)
     app.add_middleware(IdleBodyTimeout, timeout=settings.body_idle_timeout)
     app.include_router(access.router)
     app.include_router(routes.router)

@@ -71,8 +71,9 @@ _NOT_HERE: dict[int | str, dict[str, Any]] = {
     "the declared size and, where a sha256 was declared, the digest matches; otherwise 400 and "
     "nothing is kept. Sending the same bytes again is harmless. Once the traceset is "
     "complete its bytes are fixed: other bytes answer 409 and are not kept, even when their "
-    "upload began before `complete`. A body that stops arriving is cut (408); past the "
-    "uploads one process receives at once, 503 with Retry-After.",
+    "upload began before `complete`. A body that stops arriving is cut (408). Past the "
+    "uploads one process receives at once, an upload waits a few seconds for one to end "
+    "(its body unread), then gets 503 with Retry-After.",
     responses={
         200: {"description": "The file arrived whole."},
         **errors(400, 403, 408, 409, 503),
@@ -96,7 +97,7 @@ async def upload_file(
     signature: Signature = None,
 ) -> Response:
     slots: UploadSlots = request.app.state.upload_slots
-    with slots.slot():
+    async with slots.slot():
         await transfers.receive(
             traceset_id, idx, request.stream(), expires=expires, signature=signature
         )
