@@ -243,7 +243,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(routes.router)
     app.include_router(blobs.router)
     app.include_router(web.router)
-    upload_url.serve_hot_routes(app.router.routes, routes.router)
+    upload_url.serve_hot_routes(app.router.routes, routes.router, blobs.router)
 
     @app.get("/healthz", tags=["service"], summary="Liveness", operation_id="healthz")
     async def healthz() -> Health:
