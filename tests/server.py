@@ -26,8 +26,8 @@ BIN = Path(sys.executable).with_name("tracesets")
 
 
 #: The tests' HTTP clients open a connection for each request. A kept-alive connection
-#: races the service's idle timeout (uvicorn closes a connection idle for 5 s; httpx
-#: keeps one for 5 s): a request sent just as the service closes it gets no answer, and
+#: may race the service's idle timeout (``TRACESETS_KEEP_ALIVE``, 65 s; a test may set it
+#: lower): a request sent just as the service closes it gets no answer, and
 #: a test cannot know whether it was carried out. A fresh connection has no such race.
 FRESH_CONNECTIONS = httpx.Limits(max_keepalive_connections=0)
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from tracesets.api.serving import uvicorn_options
 from tracesets.settings import Settings, SettingsError
 
 
@@ -41,3 +42,30 @@ def test_an_inspection_lease_is_whole_seconds_from_1(tmp_path: Path) -> None:
     with pytest.raises(SettingsError) as refused:
         Settings.from_env({"TRACESETS_INSPECTION_LEASE": "0"}, data_dir=tmp_path)
     assert "TRACESETS_INSPECTION_LEASE must be a whole number of at least 1" in str(refused.value)
+
+
+def test_an_upload_waits_up_to_whole_seconds_from_0_to_300(tmp_path: Path) -> None:
+    assert Settings.from_env({}, data_dir=tmp_path).upload_wait == 10
+    for raw, expected in (("0", 0), ("3", 3), ("300", 300)):
+        env = {"TRACESETS_UPLOAD_WAIT": raw}
+        assert Settings.from_env(env, data_dir=tmp_path).upload_wait == expected
+    for raw in ("301", "-1", "0.5", "soon"):
+        with pytest.raises(SettingsError) as refused:
+            Settings.from_env({"TRACESETS_UPLOAD_WAIT": raw}, data_dir=tmp_path)
+        assert str(refused.value).startswith("TRACESETS_UPLOAD_WAIT must be")
+
+
+def test_an_idle_connection_is_kept_whole_seconds_from_1_to_3600(tmp_path: Path) -> None:
+    assert Settings.from_env({}, data_dir=tmp_path).keep_alive == 65
+    env = {"TRACESETS_KEEP_ALIVE": "1"}
+    assert Settings.from_env(env, data_dir=tmp_path).keep_alive == 1
+    for raw in ("0", "3601", "forever"):
+        with pytest.raises(SettingsError) as refused:
+            Settings.from_env({"TRACESETS_KEEP_ALIVE": raw}, data_dir=tmp_path)
+        assert str(refused.value).startswith("TRACESETS_KEEP_ALIVE must be")
+
+
+def test_the_serving_process_keeps_idle_connections_as_set(tmp_path: Path) -> None:
+    env = {"TRACESETS_KEEP_ALIVE": "7"}
+    assert uvicorn_options(Settings.from_env(env, data_dir=tmp_path))["timeout_keep_alive"] == 7
+    assert uvicorn_options(Settings.from_env({}, data_dir=tmp_path))["timeout_keep_alive"] == 65

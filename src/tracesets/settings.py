@@ -19,8 +19,10 @@
 | ``TRACESETS_RATE_LIMIT`` | ``100`` | requests a second per token, on average (429 beyond; ``0.5``: one in 2 s) |
 | ``TRACESETS_RATE_BURST`` | ``200`` | requests a token may send at once before the rate applies |
 | ``TRACESETS_HEADER_TIMEOUT`` | ``20`` | seconds a client has to send a request's headers; then the connection is closed |
+| ``TRACESETS_KEEP_ALIVE`` | ``65`` | seconds an idle connection is kept open between requests (longer than clients' and proxies' own) |
 | ``TRACESETS_BODY_IDLE_TIMEOUT`` | ``60`` | seconds a request body may stop moving (408 beyond); also the age of a dead upload's temporary file before it is swept |
-| ``TRACESETS_MAX_CONCURRENT_UPLOADS`` | ``128`` | file uploads (signed PUTs) one process receives at once (503 beyond) |
+| ``TRACESETS_MAX_CONCURRENT_UPLOADS`` | ``128`` | file uploads (signed PUTs) one process receives at once (beyond, a wait for a slot) |
+| ``TRACESETS_UPLOAD_WAIT`` | ``10`` | seconds an upload past that bound waits for a slot (503 after; ``0``: at once) |
 | ``TRACESETS_MAX_CONNECTIONS`` | from the open-file limit | requests one process serves at once (503 beyond); more idle connections are closed |
 | ``TRACESETS_INSPECT_IN_SERVICE`` | ``1`` | ``0``: service processes leave inspection to ``tracesets worker`` processes |
 | ``TRACESETS_INSPECTION_LEASE`` | ``60`` | seconds a dead process's claim on a file it was inspecting holds before another takes it over |
@@ -83,6 +85,9 @@ def _switch(env: Mapping[str, str], name: str, default: bool) -> bool:
 
 
 def _bounded(env: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
+    raw = env.get(name)
+    if low == 0 and raw is not None and raw.isdigit() and int(raw) == 0:
+        return 0
     value = _positive_int(env, name, default)
     if not low <= value <= high:
         raise SettingsError(f"{name} must be from {low:,} to {high:,}; got {value:,}")
@@ -108,8 +113,10 @@ class Settings:
     rate_limit: float = 100
     rate_burst: int = 200
     header_timeout: int = 20
+    keep_alive: int = 65
     body_idle_timeout: int = 60
     max_concurrent_uploads: int = 128
+    upload_wait: int = 10
     max_connections: int | None = None  # None: what the open-file limit allows
     inspect_in_service: bool = True
     inspection_lease: int = 60
@@ -163,8 +170,10 @@ class Settings:
             rate_limit=_positive_number(env, "TRACESETS_RATE_LIMIT", 100),
             rate_burst=_positive_int(env, "TRACESETS_RATE_BURST", 200),
             header_timeout=_bounded(env, "TRACESETS_HEADER_TIMEOUT", 20, 1, 3600),
+            keep_alive=_bounded(env, "TRACESETS_KEEP_ALIVE", 65, 1, 3600),
             body_idle_timeout=_bounded(env, "TRACESETS_BODY_IDLE_TIMEOUT", 60, 1, 3600),
             max_concurrent_uploads=_positive_int(env, "TRACESETS_MAX_CONCURRENT_UPLOADS", 128),
+            upload_wait=_bounded(env, "TRACESETS_UPLOAD_WAIT", 10, 0, 300),
             max_connections=_positive_int(env, "TRACESETS_MAX_CONNECTIONS", 0) or None,
             inspect_in_service=_switch(env, "TRACESETS_INSPECT_IN_SERVICE", True),
             inspection_lease=_bounded(env, "TRACESETS_INSPECTION_LEASE", 60, 1, 86_400),

@@ -176,7 +176,8 @@ def test_the_sweep_spares_a_live_uploads_file(impatient: ServerProcess) -> None:
 
 
 def test_uploads_past_the_bound_get_503_with_retry_after(tmp_path: Path) -> None:
-    server = start(tmp_path, TRACESETS_MAX_CONCURRENT_UPLOADS="2")
+    """Past the bound an upload waits for a slot; none frees within the wait: 503."""
+    server = start(tmp_path, TRACESETS_MAX_CONCURRENT_UPLOADS="2", TRACESETS_UPLOAD_WAIT="1")
     try:
         _, urls = put_urls(server, 4)
         holders = []
@@ -186,8 +187,9 @@ def test_uploads_past_the_bound_get_503_with_retry_after(tmp_path: Path) -> None
         refused = httpx.put(urls[2], content=b"x" * 1000, timeout=60)
         assert refused.status_code == 503, refused.text
         assert refused.headers["content-type"] == "application/problem+json"
-        assert refused.headers["retry-after"].isdigit()
+        assert refused.headers["retry-after"] == "1"  # the wait, in whole seconds
         assert "2 uploads at once" in refused.json()["detail"]
+        assert "none ended within 1 seconds" in refused.json()["detail"]
         for sock in holders:
             sock.close()
         wait_for(lambda: temporary_files(server) == [], "the abandoned uploads' files to go")

@@ -93,7 +93,7 @@ class Reach:
 #: Services with local files and small bounds, for the statuses of slow or many clients.
 STRAINED = {
     "impatient": {"TRACESETS_BODY_IDLE_TIMEOUT": "1"},
-    "one-upload": {"TRACESETS_MAX_CONCURRENT_UPLOADS": "1"},
+    "one-upload": {"TRACESETS_MAX_CONCURRENT_UPLOADS": "1", "TRACESETS_UPLOAD_WAIT": "1"},
     "crowded": {"TRACESETS_MAX_CONNECTIONS": "2"},
 }
 

@@ -237,13 +237,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.state.rate_limiter = RateLimiter(settings.rate_limit, settings.rate_burst)
-    app.state.upload_slots = UploadSlots(settings.max_concurrent_uploads)
+    app.state.upload_slots = UploadSlots(settings.max_concurrent_uploads, settings.upload_wait)
     app.add_middleware(IdleBodyTimeout, timeout=settings.body_idle_timeout)
     app.include_router(access.router)
     app.include_router(routes.router)
     app.include_router(blobs.router)
     app.include_router(web.router)
-    upload_url.serve_hot_routes(app.router.routes, routes.router)
+    upload_url.serve_hot_routes(app.router.routes, routes.router, blobs.router)
 
     @app.get("/healthz", tags=["service"], summary="Liveness", operation_id="healthz")
     async def healthz() -> Health:

@@ -8,12 +8,10 @@ from __future__ import annotations
 import posixpath
 from typing import Annotated, Any, Final
 
-from fastapi import APIRouter, Depends, Path, Query, Request, Response
+from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse
 
-from tracesets.api import render
-from tracesets.api.guards import UploadSlots
 from tracesets.api.openapi import errors
 from tracesets.problems import Forbidden, NotFound, Problem
 from tracesets.service.transfers import LocalTransfers
@@ -71,8 +69,9 @@ _NOT_HERE: dict[int | str, dict[str, Any]] = {
     "the declared size and, where a sha256 was declared, the digest matches; otherwise 400 and "
     "nothing is kept. Sending the same bytes again is harmless. Once the traceset is "
     "complete its bytes are fixed: other bytes answer 409 and are not kept, even when their "
-    "upload began before `complete`. A body that stops arriving is cut (408); past the "
-    "uploads one process receives at once, 503 with Retry-After.",
+    "upload began before `complete`. A body that stops arriving is cut (408). Past the "
+    "uploads one process receives at once, an upload waits a few seconds for one to end "
+    "(its body unread), then gets 503 with Retry-After.",
     responses={
         200: {"description": "The file arrived whole."},
         **errors(400, 403, 408, 409, 503),
@@ -94,13 +93,9 @@ async def upload_file(
     idx: Index,
     expires: Expires = None,
     signature: Signature = None,
-) -> Response:
-    slots: UploadSlots = request.app.state.upload_slots
-    with slots.slot():
-        await transfers.receive(
-            traceset_id, idx, request.stream(), expires=expires, signature=signature
-        )
-    return render.json_response({"received": True})
+) -> None:
+    """The route's parameters, as the description shows them. ``api.hot`` serves it,
+    matched ahead of this declaration (``HotRoute``), without FastAPI's request handling."""
 
 
 @router.get(

@@ -1,17 +1,20 @@
 """What keeps slow, stalled or too many clients from holding the service's resources.
 
 A request body that stops arriving is cut (408) so its connection, task and temporary
-file are freed; uploads in progress are bounded (503 with Retry-After past the bound),
-so each one keeps a file descriptor, two worker threads' turns and disk bandwidth
-within a budget.
+file are freed; uploads in progress are bounded (past the bound an upload waits a
+moment for a slot, then 503 with Retry-After), so each one keeps a file descriptor, two
+worker threads' turns and disk bandwidth within a budget.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
-from collections.abc import Iterator
-from contextlib import contextmanager
+import math
+from collections import deque
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -66,24 +69,76 @@ class IdleBodyTimeout:
 
 
 class UploadSlots:
-    """A bound on the uploads one process receives at once.
+    """A bound on the uploads one process receives at once, with a short wait for a slot.
 
-    The event loop is single-threaded, so a counter needs no lock.
+    An upload that finds every slot taken waits up to ``wait`` seconds, first come first
+    served, and starts as soon as one frees: its body is not read while it waits, so it
+    holds a connection, not memory or a file. Uploads of many clients that start together
+    (the ranks of a job that ends) then run one after the other instead of being told to
+    come back seconds later. Past the wait, or with as many uploads waiting as the bound
+    itself, the answer is 503 with a Retry-After of the wait: no slot freed for that long.
+
+    The event loop is single-threaded, so the counts need no lock. A slot that frees is
+    handed to the first waiter still waiting, never counted free in between.
     """
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, wait: float = 0.0) -> None:
         self.limit = limit
+        self.wait = wait
         self.taken = 0
+        self._waiting: deque[asyncio.Future[None]] = deque()
 
-    @contextmanager
-    def slot(self) -> Iterator[None]:
-        if self.taken >= self.limit:
-            raise ServiceUnavailable.busy(
-                f"The service receives {self.limit:,} uploads at once already",
-                UPLOAD_RETRY_AFTER,
-            )
-        self.taken += 1
+    @property
+    def waiting(self) -> int:
+        return sum(1 for future in self._waiting if not future.done())
+
+    @asynccontextmanager
+    async def slot(self) -> AsyncIterator[None]:
+        await self._take()
         try:
             yield
         finally:
-            self.taken -= 1
+            self._give_back()
+
+    async def _take(self) -> None:
+        if self.taken < self.limit and not self.waiting:
+            self.taken += 1
+            return
+        if self.wait <= 0:
+            raise self._refusal("")
+        if self.waiting >= self.limit:
+            raise self._refusal(f" and {self.waiting:,} more wait for them")
+        handed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiting.append(handed)
+        try:
+            async with asyncio.timeout(self.wait):
+                await handed
+        except TimeoutError:
+            if not self._was_handed(handed):
+                raise self._refusal(f"; none ended within {self.wait:g} seconds") from None
+        except BaseException:  # the request's task was cancelled: pass on a slot handed to it
+            if self._was_handed(handed):
+                self._give_back()
+            raise
+
+    def _was_handed(self, handed: asyncio.Future[None]) -> bool:
+        """Whether the slot came (just as the wait ended); if not, the waiter leaves the queue."""
+        if handed.done() and not handed.cancelled():
+            return True
+        with contextlib.suppress(ValueError):
+            self._waiting.remove(handed)
+        return False
+
+    def _give_back(self) -> None:
+        while self._waiting:
+            handed = self._waiting.popleft()
+            if not handed.done():
+                handed.set_result(None)  # the slot goes to this waiter: still taken
+                return
+        self.taken -= 1
+
+    def _refusal(self, why: str) -> ServiceUnavailable:
+        return ServiceUnavailable.busy(
+            f"The service receives {self.limit:,} uploads at once already{why}",
+            math.ceil(self.wait) if self.wait > 0 else UPLOAD_RETRY_AFTER,
+        )

@@ -37,7 +37,7 @@ from tracesets.wire import (
 router = APIRouter(prefix="/api/v1/tracesets", tags=["tracesets"])
 
 
-async def _traceset_id(traceset_id: str) -> str:
+async def checked_traceset_id(traceset_id: str) -> str:
     """The path's id. One holding U+0000 names no traceset (and PostgreSQL cannot compare it)."""
     if "\x00" in traceset_id:
         raise NotFound.of(
@@ -54,7 +54,7 @@ PageCursor = Annotated[
 FilesLimit = Annotated[
     int, Query(ge=1, le=render.FILES_PAGE_LIMIT, description="Most files a page, 1 to 1,000.")
 ]
-TracesetId = Annotated[str, Depends(_traceset_id)]
+TracesetId = Annotated[str, Depends(checked_traceset_id)]
 #: upload-url's header: read by FastAPI for the description, by api.upload_url to serve.
 IDEMPOTENCY_KEY: Final = Header(
     min_length=1,
@@ -149,9 +149,9 @@ async def add_files(
 )
 async def complete_traceset(
     service: Service, workspace: WriteWorkspace, traceset_id: TracesetId
-) -> Response:
-    traceset = await run_in_threadpool(service.complete, workspace, traceset_id)
-    return render.json_response(render.traceset(traceset))
+) -> None:
+    """The route's parameters, as the description shows them. ``api.hot`` serves it,
+    matched ahead of this declaration (``HotRoute``), without FastAPI's request handling."""
 
 
 @router.get(
@@ -160,11 +160,10 @@ async def complete_traceset(
     response_model=Traceset,
     responses=errors(401, 403, 404, 429),
 )
-async def get_traceset(
-    service: Service, workspace: ReadWorkspace, traceset_id: TracesetId
-) -> Response:
-    traceset = await run_in_threadpool(service.read, workspace, traceset_id)
-    return render.json_response(render.traceset(traceset))
+async def get_traceset(service: Service, workspace: ReadWorkspace, traceset_id: TracesetId) -> None:
+    # The route's parameters, as the description shows them (no docstring: it would be
+    # the description). ``api.hot`` serves it, matched ahead of this declaration.
+    return None
 
 
 @router.get(
@@ -210,7 +209,12 @@ async def list_tracesets(
     ] = LIST_PAGE_DEFAULT,
     cursor: PageCursor = None,
 ) -> Response:
-    page = await run_in_threadpool(service.list_page, workspace, where, limit=limit, cursor=cursor)
+    if service.reads_inline:  # SQLite: a page is read in less time than the hop to a thread
+        page = service.list_page(workspace, where, limit=limit, cursor=cursor)
+    else:
+        page = await run_in_threadpool(
+            service.list_page, workspace, where, limit=limit, cursor=cursor
+        )
     return render.json_response(render.page(page))
 
 
@@ -228,10 +232,9 @@ async def list_tracesets(
 )
 async def promote_traceset(
     service: Service, workspace: PromoteWorkspace, traceset_id: TracesetId, body: Body
-) -> Response:
-    traceset, warnings = await run_in_threadpool(service.promote, workspace, traceset_id, body)
-    said, _ = render.within(warnings, render.INSPECTION_LIST_BYTES)
-    return render.json_response({**render.traceset(traceset), "warnings": said})
+) -> None:
+    """The route's parameters, as the description shows them. ``api.hot`` serves it,
+    matched ahead of this declaration (``HotRoute``), without FastAPI's request handling."""
 
 
 @router.get(

@@ -13,6 +13,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import Any
+
+from tracesets.settings import Settings
 
 
 def argv(host: str, port: int, workers: int, limit_concurrency: int) -> list[str]:
@@ -36,6 +39,20 @@ def serve_instead(host: str, port: int, workers: int, limit_concurrency: int) ->
     os.execv(command[0], command)
 
 
+def uvicorn_options(settings: Settings) -> dict[str, Any]:
+    """What uvicorn is told besides where to listen, the workers and the request limit."""
+    return {
+        "factory": True,
+        "log_level": "info",
+        "timeout_graceful_shutdown": 30,
+        "http": "tracesets.api.connections:GuardedHttpToolsProtocol",
+        # Uvicorn's 5 s is httpx's own expiry and shorter than a proxy's (60 s for AWS's
+        # load balancers): a client reusing a connection just as the service closed it
+        # got a connection error. So the service keeps idle connections longer.
+        "timeout_keep_alive": settings.keep_alive,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(prog="tracesets.api.serving")
     parser.add_argument("--host", required=True)
@@ -48,14 +65,11 @@ def main() -> None:
 
     uvicorn.run(
         "tracesets.api.app:create_app",
-        factory=True,
         host=args.host,
         port=args.port,
         workers=args.workers,
-        log_level="info",
-        timeout_graceful_shutdown=30,
-        http="tracesets.api.connections:GuardedHttpToolsProtocol",
         limit_concurrency=args.limit_concurrency,
+        **uvicorn_options(Settings.from_env()),
     )
 
 

@@ -26,7 +26,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from tracesets.api import deps, render, routes
+from tracesets.api import deps, hot, render, routes
 from tracesets.service.catalog import TracesetService
 
 #: The header as FastAPI names it in a validation error's location.
@@ -40,6 +40,8 @@ class HotRoute(Route):
 
     def __init__(self, documented: APIRoute, endpoint: Any) -> None:
         super().__init__(documented.path, endpoint, methods=sorted(documented.methods or ()))
+        # Starlette adds HEAD to a GET; the declaration (and so a 405's Allow) has none.
+        self.methods = set(documented.methods or ())
         self.documented = documented
 
 
@@ -72,15 +74,16 @@ async def request_upload_urls(request: Request) -> Response:
 
 
 #: Each hot endpoint by the operation (FastAPI route name) it serves.
-ENDPOINTS: Final = {"request_upload_urls": request_upload_urls}
+ENDPOINTS: Final = {"request_upload_urls": request_upload_urls, **hot.ENDPOINTS}
 
 
-def serve_hot_routes(routes: list[BaseRoute], declared: APIRouter) -> None:
+def serve_hot_routes(routes: list[BaseRoute], *declared: APIRouter) -> None:
     """Serve each hot operation of ``declared`` with its endpoint, ahead of the declaration.
 
     The declaration stays in its router, where FastAPI describes it; a request matches
     the hot route first, so the declaration itself is never called.
     """
-    for route in declared.routes:
-        if isinstance(route, APIRoute) and route.name in ENDPOINTS:
-            routes.insert(0, HotRoute(route, ENDPOINTS[route.name]))
+    for router in declared:
+        for route in router.routes:
+            if isinstance(route, APIRoute) and route.name in ENDPOINTS:
+                routes.insert(0, HotRoute(route, ENDPOINTS[route.name]))

@@ -117,20 +117,35 @@ def traceset_state(
     return None if row is None else (row.seq, row.status, row.rank_count)
 
 
+#: A list's statements, built once with bound parameters: building a statement and its
+#: cache key on each call cost more than running it.
+_FILE_SUMMARIES = (
+    select(
+        files.c.traceset_seq,
+        func.count(),
+        func.coalesce(func.sum(files.c.size), 0),
+        func.coalesce(func.sum(case((files.c.received.is_(True), 1), else_=0)), 0),
+    )
+    .where(files.c.traceset_seq.in_(bindparam("seqs", expanding=True)))
+    .group_by(files.c.traceset_seq)
+)
+_VERDICTS = select(inspections.c.traceset_seq, inspections.c.status, inspections.c.ok).where(
+    inspections.c.traceset_seq.in_(bindparam("seqs", expanding=True))
+)
+_NEWEST = (
+    select(tracesets)
+    .where(tracesets.c.workspace == bindparam("workspace"))
+    .order_by(tracesets.c.seq.desc())
+    .limit(bindparam("limit"))
+)
+_OLDER = _NEWEST.where(tracesets.c.seq < bindparam("before_seq"))
+
+
 def _file_summaries(conn: Connection, seqs: Sequence[int]) -> dict[int, FileSummary]:
     """Each traceset's files counted by the database: no file row leaves it."""
     if not seqs:
         return {}
-    rows = conn.execute(
-        select(
-            files.c.traceset_seq,
-            func.count(),
-            func.coalesce(func.sum(files.c.size), 0),
-            func.coalesce(func.sum(case((files.c.received.is_(True), 1), else_=0)), 0),
-        )
-        .where(files.c.traceset_seq.in_(seqs))
-        .group_by(files.c.traceset_seq)
-    )
+    rows = conn.execute(_FILE_SUMMARIES, {"seqs": list(seqs)})
     return {seq: FileSummary(int(n), int(size), int(got)) for seq, n, size, got in rows}
 
 
@@ -140,11 +155,7 @@ def _inspection_verdicts(
     """Each inspection's status and verdict, without its (unbounded) result."""
     if not seqs:
         return {}
-    rows = conn.execute(
-        select(inspections.c.traceset_seq, inspections.c.status, inspections.c.ok).where(
-            inspections.c.traceset_seq.in_(seqs)
-        )
-    )
+    rows = conn.execute(_VERDICTS, {"seqs": list(seqs)})
     return {
         row.traceset_seq: (row.status, None if row.ok is None else bool(row.ok)) for row in rows
     }
@@ -267,6 +278,10 @@ def list_tracesets(
     index-only scan of the filter's index is cheap whatever the rows' age.
     """
     asked = where.given()
+    if not asked:
+        bound = {"workspace": workspace, "limit": limit, "before_seq": before_seq}
+        statement = _NEWEST if before_seq is None else _OLDER
+        return _listed(conn, list(conn.execute(statement, bound).all()))
     given = [(column, asked[name]) for name, column in FILTER_COLUMNS.items() if name in asked]
     query = select(tracesets).where(tracesets.c.workspace == workspace)
     for column, value in given[1:]:
@@ -284,6 +299,11 @@ def list_tracesets(
         rows = list(conn.execute(query.order_by(tracesets.c.seq.desc()).limit(limit)).all())
     else:
         rows = _filtered_rows(conn, query, workspace, given[0], limit, before_seq)
+    return _listed(conn, rows)
+
+
+def _listed(conn: Connection, rows: list[Row[Any]]) -> list[ListedTraceset]:
+    """The list items of ``rows``, each with its files counted and its inspection's verdict."""
     seqs = [row.seq for row in rows]
     counted, verdicts = _file_summaries(conn, seqs), _inspection_verdicts(conn, seqs)
     return [
