@@ -22,7 +22,8 @@ from tracesets.client.answers import (
     as_upload_urls,
 )
 from tracesets.client.blocking import BlockingIO
-from tracesets.client.core import USER_AGENT, UploadPlan
+from tracesets.client.calls import USER_AGENT
+from tracesets.client.core import UploadPlan
 from tracesets.client.downloads import DownloadSummary
 from tracesets.client.files import (
     LocalFile,
