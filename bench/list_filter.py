@@ -37,7 +37,7 @@ from scratch_postgres import default_url, scratch_database
 from servers import LOOPBACK, free_port, running, service_argv
 from sqlalchemy import event
 
-from tracesets.db import queries
+from tracesets.db import listing
 from tracesets.db.engine import Database
 from tracesets.service import tokens
 from tracesets.vocabulary import ListFilter
@@ -120,7 +120,7 @@ class Statements:
 
     def run(self, query: Query) -> list[Any]:
         with self.db.read() as conn:
-            return queries.list_tracesets(
+            return listing.list_tracesets(
                 conn, workspace=WORKSPACE, where=query.where, limit=LIMIT + 1, before_seq=None
             )
 

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from tracesets.cli.main import app
 from tracesets.client import AsyncClient, Client
-from tracesets.db.queries import FILTER_COLUMNS, VERDICT_COLUMNS
+from tracesets.db.listing import FILTER_COLUMNS, VERDICT_COLUMNS
 from tracesets.vocabulary import FILTERS, ListFilter, ListFilters
 from tracesets.web.pages import RENDERED
 

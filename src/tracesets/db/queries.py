@@ -8,12 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, Final
+from typing import Any
 
 from sqlalchemy import (
     Connection,
     Row,
-    Select,
     bindparam,
     case,
     delete,
@@ -36,13 +35,12 @@ from tracesets.db.tables import files, inspection_ranks, inspections, tracesets
 from tracesets.records import (
     FileSummary,
     InspectionRecord,
-    ListedTraceset,
     StoredFile,
     Traceset,
     TracesetHead,
 )
 from tracesets.uploadrequest import UploadRequest
-from tracesets.vocabulary import ListFilter, Status
+from tracesets.vocabulary import Status
 
 # Built once: a statement object is reusable, and building it per call is most of
 # the cost of a small insert.
@@ -117,51 +115,7 @@ def traceset_state(
     return None if row is None else (row.seq, row.status, row.rank_count)
 
 
-#: A list's statements, built once with bound parameters: building a statement and its
-#: cache key on each call cost more than running it.
-_FILE_SUMMARIES = (
-    select(
-        files.c.traceset_seq,
-        func.count(),
-        func.coalesce(func.sum(files.c.size), 0),
-        func.coalesce(func.sum(case((files.c.received.is_(True), 1), else_=0)), 0),
-    )
-    .where(files.c.traceset_seq.in_(bindparam("seqs", expanding=True)))
-    .group_by(files.c.traceset_seq)
-)
-_VERDICTS = select(inspections.c.traceset_seq, inspections.c.status, inspections.c.ok).where(
-    inspections.c.traceset_seq.in_(bindparam("seqs", expanding=True))
-)
-_NEWEST = (
-    select(tracesets)
-    .where(tracesets.c.workspace == bindparam("workspace"))
-    .order_by(tracesets.c.seq.desc())
-    .limit(bindparam("limit"))
-)
-_OLDER = _NEWEST.where(tracesets.c.seq < bindparam("before_seq"))
-
-
-def _file_summaries(conn: Connection, seqs: Sequence[int]) -> dict[int, FileSummary]:
-    """Each traceset's files counted by the database: no file row leaves it."""
-    if not seqs:
-        return {}
-    rows = conn.execute(_FILE_SUMMARIES, {"seqs": list(seqs)})
-    return {seq: FileSummary(int(n), int(size), int(got)) for seq, n, size, got in rows}
-
-
-def _inspection_verdicts(
-    conn: Connection, seqs: Sequence[int]
-) -> dict[int, tuple[str, bool | None]]:
-    """Each inspection's status and verdict, without its (unbounded) result."""
-    if not seqs:
-        return {}
-    rows = conn.execute(_VERDICTS, {"seqs": list(seqs)})
-    return {
-        row.traceset_seq: (row.status, None if row.ok is None else bool(row.ok)) for row in rows
-    }
-
-
-def _head(row: Row[Any]) -> dict[str, Any]:
+def head(row: Row[Any]) -> dict[str, Any]:
     """The members of a ``TracesetHead`` from a tracesets row."""
     created, updated = utc(row.created_at), utc(row.updated_at)
     assert created is not None and updated is not None
@@ -184,7 +138,7 @@ def _head(row: Row[Any]) -> dict[str, Any]:
 def _traceset(
     row: Row[Any], stored_files: list[StoredFile], inspection: InspectionRecord | None = None
 ) -> Traceset:
-    return Traceset(**_head(row), files=stored_files, inspection=inspection)
+    return Traceset(**head(row), files=stored_files, inspection=inspection)
 
 
 def get_head(conn: Connection, *, workspace: str, traceset_id: str) -> TracesetHead | None:
@@ -192,7 +146,7 @@ def get_head(conn: Connection, *, workspace: str, traceset_id: str) -> TracesetH
     row = conn.execute(
         select(tracesets).where(tracesets.c.id == traceset_id, tracesets.c.workspace == workspace)
     ).one_or_none()
-    return None if row is None else TracesetHead(**_head(row))
+    return None if row is None else TracesetHead(**head(row))
 
 
 # One traceset's reads, built once with their values bound per call: building a
@@ -243,113 +197,11 @@ def get_traceset(
         return _traceset(row, [stored_file(f) for f in conn.execute(_FILES_OF, seq)], inspection)
     n, size, got = conn.execute(_SUMMARY_OF, seq).one()
     return Traceset(
-        **_head(row),
+        **head(row),
         files=files_from(conn, seq=row.seq, start=0, limit=files_limit),
         inspection=inspection,
         counted=FileSummary(int(n), int(size), int(got)),
     )
-
-
-#: The list filters that equal a column of the traceset, the most selective first: the first
-#: one given leads (``list_tracesets``).
-FILTER_COLUMNS: Final = {
-    "workload_name": tracesets.c.workload_name,
-    "workload_family": tracesets.c.workload_family,
-    "global_batch_size": tracesets.c.global_batch_size,
-    "rank_count": tracesets.c.rank_count,
-    "status": tracesets.c.status,
-}
-#: The list filters on the inspection's verdicts.
-VERDICT_COLUMNS: Final = {
-    "inspected_ok": inspections.c.ok,
-    "ranks_consistent": inspections.c.consistent,
-}
-
-
-def list_tracesets(
-    conn: Connection, *, workspace: str, where: ListFilter, limit: int, before_seq: int | None
-) -> list[ListedTraceset]:
-    """Newest first, each with its files counted (never listed).
-
-    With filters, the first one given picks candidates from its own
-    (workspace, column, seq) index, newest first and in batches, and the others are
-    checked on those rows. Left to itself, PostgreSQL may instead walk the primary key
-    backwards filtering rows, which takes seconds when every match is old; an
-    index-only scan of the filter's index is cheap whatever the rows' age.
-    """
-    asked = where.given()
-    if not asked:
-        bound = {"workspace": workspace, "limit": limit, "before_seq": before_seq}
-        statement = _NEWEST if before_seq is None else _OLDER
-        return _listed(conn, list(conn.execute(statement, bound).all()))
-    given = [(column, asked[name]) for name, column in FILTER_COLUMNS.items() if name in asked]
-    query = select(tracesets).where(tracesets.c.workspace == workspace)
-    for column, value in given[1:]:
-        query = query.where(column == value)
-    for name, verdict in VERDICT_COLUMNS.items():
-        if name in asked:
-            query = query.where(
-                tracesets.c.seq.in_(
-                    select(inspections.c.traceset_seq).where(verdict.is_(asked[name]))
-                )
-            )
-    if not given:
-        if before_seq is not None:
-            query = query.where(tracesets.c.seq < before_seq)
-        rows = list(conn.execute(query.order_by(tracesets.c.seq.desc()).limit(limit)).all())
-    else:
-        rows = _filtered_rows(conn, query, workspace, given[0], limit, before_seq)
-    return _listed(conn, rows)
-
-
-def _listed(conn: Connection, rows: list[Row[Any]]) -> list[ListedTraceset]:
-    """The list items of ``rows``, each with its files counted and its inspection's verdict."""
-    seqs = [row.seq for row in rows]
-    counted, verdicts = _file_summaries(conn, seqs), _inspection_verdicts(conn, seqs)
-    return [
-        ListedTraceset(
-            **_head(row),
-            file_summary=counted.get(row.seq, FileSummary(0, 0, 0)),
-            inspection_status=verdicts[row.seq][0] if row.seq in verdicts else None,
-            inspection_ok=verdicts[row.seq][1] if row.seq in verdicts else None,
-        )
-        for row in rows
-    ]
-
-
-def _filtered_rows(
-    conn: Connection,
-    query: Select[Any],
-    workspace: str,
-    lead: tuple[Any, Any],
-    limit: int,
-    before_seq: int | None,
-) -> list[Row[Any]]:
-    column, value = lead
-    batch = max(4 * limit, 200)
-    rows: list[Row[Any]] = []
-    while len(rows) < limit:
-        candidates = [
-            seq
-            for (seq,) in conn.execute(
-                select(tracesets.c.seq)
-                .where(
-                    tracesets.c.workspace == workspace,
-                    column == value,
-                    *([tracesets.c.seq < before_seq] if before_seq is not None else []),
-                )
-                .order_by(tracesets.c.seq.desc())
-                .limit(batch)
-            )
-        ]
-        if not candidates:
-            break
-        page = query.where(tracesets.c.seq.in_(candidates)).order_by(tracesets.c.seq.desc())
-        rows.extend(conn.execute(page.limit(limit - len(rows))).all())
-        if len(candidates) < batch:
-            break
-        before_seq = candidates[-1]
-    return rows
 
 
 def get_status(conn: Connection, workspace: str, traceset_id: str) -> Status | None:

@@ -10,7 +10,7 @@ from datetime import timedelta
 from sqlalchemy import Connection
 
 from tracesets import jsontext, promotion
-from tracesets.db import file_rows, queries
+from tracesets.db import file_rows, listing, queries
 from tracesets.problems import Conflict, InvalidRequest, NotFound, Problem
 from tracesets.records import StoredFile, Traceset
 from tracesets.service.completion import Completion
@@ -54,7 +54,7 @@ class TracesetService(Uploads, Completion):
     ) -> Page:
         before = decode_cursor(cursor) if cursor is not None else None
         with self.db.read() as conn:
-            items = queries.list_tracesets(
+            items = listing.list_tracesets(
                 conn, workspace=workspace, where=where, limit=limit + 1, before_seq=before
             )
         if len(items) > limit:
