@@ -13,23 +13,15 @@ replace them, as other bytes land under another name. Which name counts is decid
 by the database (``LocalTransfers``), only while the traceset is pending.
 
 Hashing and writing each run on a worker thread of their own, one block behind the
-network, so the three overlap (both release the GIL). Where the filesystem takes them,
-the bytes go to disk with direct writes (``storage.direct``), past the page cache, so
-the final fsync has only the last few KiB and the metadata to wait for. Elsewhere a
-block is the chunks as they came, written with one ``writev``: no copy to join them.
-Each written block is handed to the kernel's writeback at once (``posix_fadvise``
-DONTNEED starts it on Linux), so the final fsync waits for the last block or two rather
-than the whole file, and the pages already on disk leave the page cache.
+network, so the three overlap (both release the GIL); ``storage.sink`` writes them.
 """
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import contextlib
 import errno
 import fcntl
-import hashlib
 import os
 import shutil
 import uuid
@@ -43,8 +35,8 @@ from tracesets.inspection.source import FileSource
 from tracesets.problems import InvalidRequest, Problem, ServiceUnavailable
 from tracesets.records import Checked
 from tracesets.storage.base import UploadIncomplete, UploadPlan
-from tracesets.storage.direct import DirectWriter
 from tracesets.storage.signing import Method, URLSigner
+from tracesets.storage.sink import Sink, join, settle
 from tracesets.uploadrequest import PartDigests
 
 # Two blocks are held at a time per upload, so their size shares a budget among the
@@ -54,8 +46,6 @@ from tracesets.uploadrequest import PartDigests
 # writes' buffers), 256 KiB ones to 92 MB.
 _BLOCKS_BUDGET: Final = 2 * 1024 * 1024
 _MIN_BLOCK: Final = 256 * 1024
-_IOV_MAX: Final = max(16, os.sysconf("SC_IOV_MAX"))  # buffers one writev takes (1024 on Linux)
-_FADVISE: Final = hasattr(os, "posix_fadvise")  # not on macOS: there the kernel decides
 _SYNCERS: Final = 32  # uploads fsyncing at once; a thread each, asleep in the kernel
 
 
@@ -63,117 +53,6 @@ _SYNCERS: Final = 32  # uploads fsyncing at once; a thread each, asleep in the k
 class Received:
     size: int
     sha256: str
-
-
-class _Sink:
-    """The temporary file and its running digest.
-
-    ``hash`` and ``write`` may run at the same time on two threads, each on the same
-    block; each runs for one block at a time and in order. The file is locked while
-    its upload lives: the lock dies with the process, so a sweep knows a dead upload's
-    leftover from a live one's, whichever process sharing the folder it belongs to.
-    """
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o640)
-        self.digest = hashlib.sha256()
-        self.written = 0
-        self.previous = 0  # where the block before the last one written starts
-        self.direct: DirectWriter | None = None
-        try:
-            fcntl.flock(self.fd, fcntl.LOCK_EX)
-            self.direct = DirectWriter.open(self.fd)
-        except BaseException:
-            self.discard()
-            raise
-
-    def hash(self, block: list[bytes]) -> None:
-        for chunk in block:
-            self.digest.update(chunk)
-
-    def write(self, block: list[bytes]) -> None:
-        if self.direct is not None:
-            self.direct.write(block)
-            self.written += sum(map(len, block))
-            return
-        start = self.written
-        for first in range(0, len(block), _IOV_MAX):
-            _write_all(self.fd, block[first : first + _IOV_MAX])
-        self.written += sum(map(len, block))
-        if _FADVISE:
-            # Starts writeback of this block; drops the previous one's pages if already on disk.
-            os.posix_fadvise(
-                self.fd, self.previous, self.written - self.previous, os.POSIX_FADV_DONTNEED
-            )
-        self.previous = start
-
-    def finish(self, final: Path) -> None:
-        """Move the file into place; closed (unlocked) only after, so no sweep takes it."""
-        if self.direct is not None:
-            self.direct.finish()
-        os.fsync(self.fd)
-        if _FADVISE and self.direct is None:
-            os.posix_fadvise(self.fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        os.replace(self.path, final)
-        self._close()
-
-    def discard(self) -> None:
-        self.path.unlink(missing_ok=True)
-        self._close()
-
-    def _close(self) -> None:
-        if self.direct is not None:
-            self.direct.close()
-            self.direct = None
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
-
-
-def _write_all(fd: int, chunks: list[bytes]) -> None:
-    done = os.writev(fd, chunks)
-    if done == sum(map(len, chunks)):
-        return
-    # A short write (a signal, a full disk): finish chunk by chunk, so a real error surfaces.
-    for chunk in chunks:
-        if done >= len(chunk):
-            done -= len(chunk)
-            continue
-        view = memoryview(chunk)[done:]
-        done = 0
-        while view:
-            view = view[os.write(fd, view) :]
-
-
-async def _join(jobs: list[concurrent.futures.Future[None]]) -> None:
-    """Wait for the worker threads' jobs to end.
-
-    A thread cannot be cancelled: if this wait is, block until the jobs end anyway, as
-    the caller is about to close and remove the file they use.
-    """
-    if all(job.done() for job in jobs):
-        return
-    signals = [asyncio.wrap_future(job) for job in jobs]
-    for signal in signals:
-        signal.add_done_callback(_seen)
-    try:
-        await asyncio.wait(signals)
-    finally:
-        concurrent.futures.wait(jobs)
-
-
-def _seen(signal: asyncio.Future[None]) -> None:
-    # The job's own future raises its error (_settle); this copy only says it ended.
-    if not signal.cancelled():
-        signal.exception()
-
-
-async def _settle(jobs: list[concurrent.futures.Future[None]]) -> None:
-    """Wait for the jobs, then raise the first one's error, if any."""
-    await _join(jobs)
-    for job in jobs:
-        job.result()
 
 
 def _too_long(size: int) -> InvalidRequest:
@@ -328,7 +207,7 @@ class LocalBlobStore:
         already in place.
         """
         try:
-            sink = _Sink(self.tmp / f"{uuid.uuid4().hex}.part")
+            sink = Sink(self.tmp / f"{uuid.uuid4().hex}.part")
         except OSError as exc:
             if exc.errno not in (errno.EMFILE, errno.ENFILE):
                 raise
@@ -361,20 +240,20 @@ class LocalBlobStore:
                 sink.discard()
             else:
                 placing = self._syncers.submit(self._place, sink, key, digest)
-                await _settle([placing])
+                await settle([placing])
             return Received(received, digest)
         except BaseException:
             sink.discard()
             raise
 
-    async def _stream(self, sink: _Sink, chunks: AsyncIterator[bytes], size: int) -> int:
+    async def _stream(self, sink: Sink, chunks: AsyncIterator[bytes], size: int) -> int:
         self._receiving += 1
         try:
             return await self._blocks(sink, chunks, size)
         finally:
             self._receiving -= 1
 
-    async def _blocks(self, sink: _Sink, chunks: AsyncIterator[bytes], size: int) -> int:
+    async def _blocks(self, sink: Sink, chunks: AsyncIterator[bytes], size: int) -> int:
         received = 0
         block: list[bytes] = []
         buffered = 0
@@ -387,21 +266,21 @@ class LocalBlobStore:
                 block.append(chunk)
                 buffered += len(chunk)
                 if buffered >= max(_MIN_BLOCK, _BLOCKS_BUDGET // self._receiving):
-                    await _settle(jobs)
+                    await settle(jobs)
                     jobs = self._submit(sink, block)
                     block = []
                     buffered = 0
-            await _settle(jobs)
+            await settle(jobs)
             jobs = self._submit(sink, block) if block else []
-            await _settle(jobs)
+            await settle(jobs)
         finally:
-            await _join(jobs)  # after an error, the last block's jobs may still be running
+            await join(jobs)  # after an error, the last block's jobs may still be running
         return received
 
-    def _submit(self, sink: _Sink, block: list[bytes]) -> list[concurrent.futures.Future[None]]:
+    def _submit(self, sink: Sink, block: list[bytes]) -> list[concurrent.futures.Future[None]]:
         return [self._workers.submit(sink.hash, block), self._workers.submit(sink.write, block)]
 
-    def _place(self, sink: _Sink, key: str, sha256: str) -> None:
+    def _place(self, sink: Sink, key: str, sha256: str) -> None:
         final = self._named(key, sha256)
         final.parent.mkdir(parents=True, exist_ok=True)
         # Bytes already under this name are the same bytes: replacing them changes nothing.
