@@ -16,7 +16,7 @@ from tracesets.inspection import FileFinding, summarize
 from tracesets.inspection.report import result_json
 from tracesets.records import InspectionRecord, StoredFile, Traceset
 from tracesets.service.core import decode_cursor
-from tracesets.service.uploads import UploadTarget
+from tracesets.service.targets import UploadTarget
 from tracesets.storage.base import PartTarget, UploadPlan
 
 BOUND = 8 * 1024 * 1024

@@ -21,7 +21,7 @@ from tracesets.inspection.report import empty_json
 from tracesets.problems import Problem, TracesetsError
 from tracesets.records import InspectionRecord, ListedTraceset, StoredFile, Traceset, TracesetHead
 from tracesets.service.core import Page, encode_cursor, encode_file_cursor
-from tracesets.service.uploads import UploadStatus, UploadTarget
+from tracesets.service.targets import UploadStatus, UploadTarget
 from tracesets.vocabulary import FILES_PAGE_MAX
 
 #: Most files in one page: the files route's largest ``limit``, and what GET embeds.
