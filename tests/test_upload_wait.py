@@ -229,3 +229,58 @@ def test_the_service_holds_a_put_past_the_bound_and_takes_it_when_a_slot_frees(
             assert (slots.taken, slots.waiting) == (0, 0)
 
     asyncio.run(scenario())
+
+
+def test_a_put_to_an_altered_url_is_refused_at_once_not_queued(tmp_path: Path) -> None:
+    """The signature is checked before the wait: a forged URL never takes a waiter's place."""
+    token = secrets.token_hex(16)
+    env = {
+        "TRACESETS_BOOTSTRAP_TOKEN": token,
+        "TRACESETS_MAX_CONCURRENT_UPLOADS": "1",
+        "TRACESETS_UPLOAD_WAIT": "300",
+    }
+    app = create_app(Settings.from_env(env, data_dir=tmp_path))
+    data = secrets.token_bytes(1000)
+
+    async def scenario() -> None:
+        async with (
+            app.router.lifespan_context(app),
+            httpx.AsyncClient(
+                transport=httpx.ASGITransport(app=app),
+                base_url="http://127.0.0.1",
+                headers={"Authorization": f"Bearer {token}"},
+                timeout=PATIENCE,
+            ) as api,
+        ):
+            slots: UploadSlots = app.state.upload_slots
+            body = {
+                "name": "one rank",
+                "files": [spec("rank0.json", data)],
+                "workloadMetadata": RANKS_8,
+            }
+            created = await api.post("/api/v1/tracesets/upload-url", json=body)
+            assert created.status_code == 201, created.text
+            target = created.json()["uploads"][0]
+            url = urlsplit(target["url"])
+            release = asyncio.Event()
+
+            async def stalls_midway() -> AsyncIterator[bytes]:
+                yield data[:10]
+                await release.wait()
+                yield data[10:]
+
+            holder = asyncio.create_task(
+                api.put(
+                    f"{url.path}?{url.query}", content=stalls_midway(), headers=target["headers"]
+                )
+            )
+            await until(lambda: slots.taken == 1, "the upload to take the only slot")
+            forged = url.query.replace("signature=", "signature=0")
+            refused = await api.put(f"{url.path}?{forged}", content=data, headers=target["headers"])
+            assert refused.status_code == 403, refused.text
+            assert refused.json()["errors"][0]["member"] == "signature"
+            assert (slots.taken, slots.waiting) == (1, 0)  # answered while the slot was held
+            release.set()
+            assert (await holder).status_code == 200
+
+    asyncio.run(scenario())

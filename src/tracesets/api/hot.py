@@ -56,15 +56,13 @@ async def promote_traceset(request: Request) -> Response:
 async def upload_file(request: Request) -> Response:
     transfers = await blobs.get_transfers(request)
     index = await blobs.file_index(request.path_params["idx"])
-    query = request.query_params
+    traceset_id, query = request.path_params["traceset_id"], request.query_params
+    expires, signature = query.get("expires"), query.get("signature")
+    transfers.verify("PUT", traceset_id, index, expires, signature)
     slots: UploadSlots = request.app.state.upload_slots
     async with slots.slot():
         await transfers.receive(
-            request.path_params["traceset_id"],
-            index,
-            request.stream(),
-            expires=query.get("expires"),
-            signature=query.get("signature"),
+            traceset_id, index, request.stream(), expires=expires, signature=signature
         )
     return render.json_response({"received": True})
 

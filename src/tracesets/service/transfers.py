@@ -52,13 +52,22 @@ class LocalTransfers:
         self.store = store
         self.signer = signer
 
+    def verify(
+        self, method: Method, traceset_id: str, idx: int, expires: str | None, signature: str | None
+    ) -> None:
+        """403 unless the URL is one the service signed, unexpired: no database read.
+
+        An upload checks this before it waits for a slot, so a forged or expired URL is
+        refused at once and never holds a place in the queue that real uploads wait in."""
+        why = self.signer.verify(method, blob_key(traceset_id, idx), expires, signature)
+        if why is not None:
+            raise Forbidden.of([Problem("signature", signature, why)])
+
     def _signed_file(
         self, method: Method, traceset_id: str, idx: int, expires: str | None, signature: str | None
     ) -> file_rows.OneFile:
         key = blob_key(traceset_id, idx)
-        why = self.signer.verify(method, key, expires, signature)
-        if why is not None:
-            raise Forbidden.of([Problem("signature", signature, why)])
+        self.verify(method, traceset_id, idx, expires, signature)
         with self.db.read() as conn:
             found = file_rows.one_file(conn, traceset_id=traceset_id, workspace=None, idx=idx)
         if found is None:
