@@ -29,14 +29,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import logging
 import multiprocessing
 import os
 import secrets
-import signal
 import socket
-import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -187,19 +184,25 @@ def read_in_pool(name: str, data: bytes, before: Callable[[str], None] | None) -
     return read_stored(name, BytesSource(data))
 
 
-def _die_with_the_server() -> None:
-    """(In a pool process) be killed when the fork server that made it exits, which it
-    does when the queue's process dies: a killed service leaves no pool behind."""
-    if sys.platform == "linux":
-        with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+def _end_with_the_queue() -> None:
+    """(In a pool process) exit when the queue's process is gone, however it ended: a
+    pool process waits on a queue it holds both ends of, so it would wait forever."""
+    queue_process = multiprocessing.parent_process()
+    if queue_process is None:
+        return
+
+    def watch() -> None:
+        queue_process.join()
+        os._exit(1)
+
+    threading.Thread(target=watch, name="inspection-pool-watch", daemon=True).start()
 
 
 def _pool(processes: int) -> ProcessPoolExecutor:
     """Processes forked from a server started once, without this process's threads."""
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(POOL_PRELOAD)
-    return ProcessPoolExecutor(processes, mp_context=context, initializer=_die_with_the_server)
+    return ProcessPoolExecutor(processes, mp_context=context, initializer=_end_with_the_queue)
 
 
 class InspectionQueue:
