@@ -3,9 +3,10 @@
 Configured as ``serve`` is (``DATABASE_URL``, ``TRACESETS_STORAGE_URL``, the data
 folder), it shares the queue with every service process and every other worker on the
 same database and store, on any machine: each claims one file at a time, so one
-traceset's files are read by all of them at once. Inspection is CPU-bound Python: run
-one worker per core. SIGTERM or SIGINT stops it cleanly: the file being read is given
-back at once (not counted as a failed attempt) and another process takes it.
+traceset's files are read by all of them at once. Inspection is CPU-bound Python, read
+by a pool of processes, one per core: run one worker per machine. SIGTERM or SIGINT
+stops it cleanly: the file being read is given back at once (not counted as a failed
+attempt) and another process takes it.
 
 For tests only: with ``TRACESETS_TEST_HOLD_FILE`` and ``TRACESETS_TEST_HOLD_MARK`` set,
 a worker that claims the file so named writes its pid to the mark file and waits there
@@ -63,7 +64,8 @@ def worker(data_dir: DataDir = None) -> None:
     """Inspect queued tracesets' files until stopped (SIGTERM or Ctrl-C); no HTTP.
 
     Reads serve's settings (DATABASE_URL, TRACESETS_STORAGE_URL, the data folder): run
-    one per core, on any machine that shares the database and the store.
+    one per machine (it uses every core), on any machine that shares the database and
+    the store.
     """
     from tracesets.service.inspections import InspectionQueue
     from tracesets.service.stores import open_store
