@@ -30,7 +30,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import multiprocessing
 import os
 import secrets
 import socket
@@ -45,23 +44,15 @@ from typing import Final
 import orjson
 from sqlalchemy import Connection
 
-from tracesets.analysis import analyze_file
-from tracesets.analysis import stored as stored_analysis
-from tracesets.analysis.collector import fewer_collections
 from tracesets.db import inspection_files as claims
 from tracesets.db import queries
 from tracesets.db.engine import Database
 from tracesets.db.inspection_files import Claim
-from tracesets.inspection import ByteSource, SourceError, inspect_file
-from tracesets.inspection.source import (
-    READ_ONCE_LIMIT,
-    BytesSource,
-    FileSource,
-    fetch,
-    read_once,
-)
+from tracesets.inspection import ByteSource, SourceError
+from tracesets.inspection.source import READ_ONCE_LIMIT, FileSource, fetch, read_once
 from tracesets.records import Traceset
 from tracesets.service.joined import failure_json, join_results
+from tracesets.service.reading import cores, read_in_pool, read_stored, reading_pool
 from tracesets.storage.base import BlobStore, blob_key
 
 log = logging.getLogger("tracesets.inspection")
@@ -81,8 +72,6 @@ FETCH_AHEAD: Final = 8
 #: took a service from 84 to 130 MB of RSS.
 FETCH_AHEAD_BYTES: Final = 8 * 1024 * 1024
 IDLE_SECONDS: Final = 2.0
-#: Modules a pool process starts with (forked from a server that imported them once).
-POOL_PRELOAD: Final = ["tracesets.service.inspections"]
 
 
 #: Promotion's warning while the traces are still being read: their disagreements, if
@@ -162,47 +151,6 @@ def fetch_ahead(
         yield claim, future
         del future  # handed over: the caller drops it once read
         ahead -= _held(claim)
-
-
-def cores() -> int:
-    """The cores this process may run on."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
-def read_stored(name: str, source: ByteSource) -> str:
-    """One file's findings and figures, as its row keeps them."""
-    with fewer_collections():
-        findings = inspect_file(name, source)
-        traces = analyze_file(name, source)
-    return stored_analysis.dumps(findings, traces)
-
-
-def read_in_pool(name: str, data: bytes, before: Callable[[str], None] | None) -> str:
-    """(In a pool process) ``read_stored`` of a small file's bytes."""
-    if before is not None:
-        before(name)
-    return read_stored(name, BytesSource(data))
-
-
-def _end_with_the_queue() -> None:
-    """(In a pool process) exit when the queue's process is gone, however it ended: a
-    pool process waits on a queue it holds both ends of, so it would wait forever."""
-    queue_process = multiprocessing.parent_process()
-    if queue_process is None:
-        return
-
-    def watch() -> None:
-        queue_process.join()
-        os._exit(1)
-
-    threading.Thread(target=watch, name="inspection-pool-watch", daemon=True).start()
-
-
-def _pool(processes: int) -> ProcessPoolExecutor:
-    """Processes forked from a server started once, without this process's threads."""
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(POOL_PRELOAD)
-    return ProcessPoolExecutor(processes, mp_context=context, initializer=_end_with_the_queue)
 
 
 class InspectionQueue:
@@ -319,7 +267,7 @@ class InspectionQueue:
         if self.processes <= 1 or small < 2:
             return self._readers
         if self._readers is None:
-            self._readers = _pool(self.processes)
+            self._readers = reading_pool(self.processes)
         return self._readers
 
     def _close_pool(self) -> None:
