@@ -36,7 +36,14 @@ import socket
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import (
+    FIRST_COMPLETED,
+    CancelledError,
+    Future,
+    ProcessPoolExecutor,
+    ThreadPoolExecutor,
+    wait,
+)
 from concurrent.futures.process import BrokenProcessPool
 from datetime import UTC, datetime, timedelta
 from typing import Final
@@ -153,6 +160,16 @@ def fetch_ahead(
         ahead -= _held(claim)
 
 
+def _make_room(sent: list[tuple[Claim, Future[str]]], size: int) -> None:
+    """Wait until the files sent to the pool and not yet read hold at most
+    FETCH_AHEAD_BYTES with the next one (one is always let through), as for fetching."""
+    while True:
+        unread = [(claim, answer) for claim, answer in sent if not answer.done()]
+        if not unread or sum(claim.size for claim, _ in unread) + size <= FETCH_AHEAD_BYTES:
+            return
+        wait([answer for _, answer in unread], return_when=FIRST_COMPLETED)
+
+
 class InspectionQueue:
     """Claims files of queued inspections and records what they say.
 
@@ -245,6 +262,7 @@ class InspectionQueue:
                 if self.stopping.is_set():
                     break
                 if readers is not None and claim.size <= READ_ONCE_LIMIT:
+                    _make_room(sent, claim.size)
                     sent.append((claim, self._send(readers, claim, source)))
                 else:
                     outcome = self._attempt(claim, self._read_here, claim, source)
@@ -257,7 +275,7 @@ class InspectionQueue:
             outcome = self._attempt(claim, answer.result)
             if outcome is not None:
                 outcomes.append((claim, *outcome))
-            if isinstance(answer.exception(), BrokenProcessPool):
+            if not answer.cancelled() and isinstance(answer.exception(), BrokenProcessPool):
                 self._close_pool()  # a pool process died: the next batch gets a new pool
         return outcomes
 
@@ -315,7 +333,8 @@ class InspectionQueue:
         file goes back to the queue."""
         try:
             return "done", read(*args)
-        except Exception as exc:  # the store failed, not the traces: those become findings
+        except (Exception, CancelledError) as exc:  # the store failed, or the pool went
+            # (not the traces: those become findings)
             if self.stopping.is_set():
                 return None  # given back with the rest of the batch
             log.exception("inspecting file %s failed (attempt %d)", claim.name, claim.attempts)
