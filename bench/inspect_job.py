@@ -175,12 +175,33 @@ def _file_by_file(queue: Any, traceset: Any) -> bytes:
             Claim(1, f.idx, 1, traceset.id, f.name, f.size, f.sha256)
             for f in primary[start : start + MAX_BATCH_FILES]
         ]
+        read_batch = getattr(queue, "_read_batch", None)  # files shared among processes
+        if read_batch is not None:
+            outcomes = read_batch(batch)
+            assert len(outcomes) == len(batch), "a file was not read"
+            done += [(claim.name, status, text) for claim, status, text in outcomes]
+            continue
         with ThreadPoolExecutor(FETCH_AHEAD) as pool:
             fetched = [pool.submit(queue._open, claim) for claim in batch]
             for claim, source in zip(batch, fetched, strict=True):
                 status, text = queue._inspect_one(claim, source)
                 done.append((claim.name, status, text))
     return join(traceset.rank_count, None, done)[1]
+
+
+def _pool_cpu(queue: Any) -> float:
+    """CPU seconds (user + system) of the queue's pool processes and of the fork server
+    that made them, from /proc, before they go: they are no children of this process."""
+    from multiprocessing import forkserver
+
+    readers = getattr(queue, "_readers", None)
+    pids = list(getattr(readers, "_processes", None) or {})
+    server = getattr(forkserver._forkserver, "_forkserver_pid", None)
+    ticks = 0
+    for pid in pids + ([server] if server else []):
+        stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        ticks += int(stat[11]) + int(stat[12]) + int(stat[13]) + int(stat[14])
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def service_run(store_root: Path, result: Path, s3_url: str | None = None) -> None:
@@ -220,6 +241,10 @@ def service_run(store_root: Path, result: Path, s3_url: str | None = None) -> No
     else:
         result.write_bytes(_file_by_file(queue, traceset))
     elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
+    cpu += _pool_cpu(queue)
+    close = getattr(queue, "_close_pool", None)
+    if close is not None:
+        close()
     print(json.dumps({"seconds": elapsed, "cpu": cpu}))
 
 

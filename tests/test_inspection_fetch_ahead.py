@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from concurrent.futures import Future
+from concurrent.futures import FIRST_COMPLETED, Future
 from pathlib import Path
 from typing import Any, cast
 
@@ -12,6 +12,7 @@ from tracesets.db.engine import Database
 from tracesets.db.inspection_files import Claim
 from tracesets.inspection import ByteSource
 from tracesets.inspection.source import READ_ONCE_LIMIT, BytesSource, FileSource
+from tracesets.service import inspections
 from tracesets.service.inspections import (
     FETCH_AHEAD,
     FETCH_AHEAD_BYTES,
@@ -100,3 +101,27 @@ def test_a_local_file_is_read_in_place_a_remote_small_one_whole(
         assert not isinstance(source, BytesSource)  # nothing held: each read from the file
     else:
         assert counted == [(0, 100_000)]  # one request for every later read
+
+
+def test_files_sent_to_the_pool_hold_at_most_the_byte_budget_unread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Bytes sent to the pool wait in this process until a pool process reads them: the
+    next file waits while those unread would pass FETCH_AHEAD_BYTES with it."""
+    waited: list[list[str]] = []
+
+    def wait(answers: list[Future[str]], return_when: str) -> None:
+        assert return_when == FIRST_COMPLETED
+        waited.append([str(a) for a in answers])
+        answers[0].set_result("read")  # the oldest is read by a pool process
+
+    monkeypatch.setattr(inspections, "wait", wait)
+    sent: list[tuple[Claim, Future[str]]] = []
+    for claim in claims(5, 3 * MiB):
+        inspections._make_room(sent, claim.size)
+        unread = [c.size for c, answer in sent if not answer.done()]
+        assert not unread or sum(unread) + claim.size <= FETCH_AHEAD_BYTES
+        sent.append((claim, Future()))
+    assert len(waited) == 3  # from the third file on, one read first each time
+    alone: list[tuple[Claim, Future[str]]] = []
+    inspections._make_room(alone, 64 * MiB)  # one file is always let through

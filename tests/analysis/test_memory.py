@@ -4,7 +4,8 @@ Steps and collectives cost the same memory for any length of trace, and so do GP
 events: past a window of launches and a buffer of records, they are spilled to a
 temporary file in sorted runs (``tracesets.analysis.spill``). With the window and buffer
 made small here, a trace of 30,000 GPU events spills many runs, and its analysis must
-take no more memory than that of a trace of 1,200.
+take no more memory than that of a trace of 5,000, which fills the window and the buffer
+but spills little (a trace of 1,200 fills neither: what they hold is the difference).
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ def test_a_cpu_only_trace_of_24_mib_takes_no_more_memory_than_one_of_1_mib(
     assert big_peak <= 32 * BLOCK, big_peak  # a block, its events, and what holds them
 
 
-def test_a_gpu_trace_of_24_mib_takes_no_more_memory_than_one_of_1_mib(
+def test_a_gpu_trace_of_24_mib_takes_no_more_memory_than_one_of_4_mib(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(spill, "BUFFER", 2048)
@@ -66,7 +67,7 @@ def test_a_gpu_trace_of_24_mib_takes_no_more_memory_than_one_of_1_mib(
     monkeypatch.setattr(kernels, "WINDOW", 512)
     run = Run(tp=2, dp=2)
     small, big = tmp_path / "small.json.gz", tmp_path / "big.json.gz"
-    write(small, run, MIB)
+    write(small, run, 4 * MIB)
     write(big, run, 24 * MIB)
 
     small_result, small_peak = peak_while_analysing(small)
@@ -74,7 +75,10 @@ def test_a_gpu_trace_of_24_mib_takes_no_more_memory_than_one_of_1_mib(
 
     assert small_result.gpu is not None and big_result.gpu is not None
     assert big_result.problem is None
-    assert big_result.gpu.kernels > 20 * small_result.gpu.kernels
+    assert small_result.gpu.kernels > 2 * spill.BUFFER  # the buffer filled, and spilled
+    assert big_result.gpu.kernels > 5 * small_result.gpu.kernels
     assert big_result.gpu.kernels > 10 * 2048  # ten runs at least, merged in two rounds
     # Held whole, as before, the intervals alone took 41 bytes per GPU event: 1.1 MiB more.
     assert big_peak <= small_peak + MIB // 2, (small_peak, big_peak)
+    # A block's events are built with their few used fields only: about 3 MiB in all.
+    assert big_peak <= 16 * BLOCK, big_peak

@@ -21,16 +21,22 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.analysis.test_streaming_exact import TRACES, gpu_traces
+from tracesets.analysis.decoding import typed
 from tracesets.analysis.gpu import DEVICE_SYNCS, GpuTime, hta_interval
 from tracesets.analysis.kernels import GpuEvents
 from tracesets.analysis.rank import (
     COLLECTIVE_EVENT,
+    DTYPE_BYTES,
     STEP,
+    UNKNOWN,
+    GroupCollectives,
+    OpCount,
     RankAccumulator,
     _correlation,
     _number,
     _stream,
 )
+from tracesets.inspection.distributed import parse_ranks, whole_number
 
 
 class Recording:
@@ -72,7 +78,7 @@ class PlainFold(RankAccumulator):
         args = event.get("args")
         if type(args) is not dict:
             args = {}
-        stream, correlation = _stream(args), _correlation(args)
+        stream, correlation = _stream(args.get("stream")), _correlation(args.get("correlation"))
         on_gpu = (stream >= 0 and correlation >= 0) or name in DEVICE_SYNCS
         if type(ts) is float:
             start, end = hta_interval(ts, dur, fractional=True)
@@ -87,7 +93,27 @@ class PlainFold(RankAccumulator):
         if name.startswith("ProfilerStep") and STEP.match(name):
             self._step(name, start, dur)
         elif name == COLLECTIVE_EVENT:
-            self._collective(args)
+            self._plain_collective(args)
+
+    def _plain_collective(self, args: dict[str, Any]) -> None:
+        """The collective counted from the args as a dict, every key read by its name."""
+        group_name = args.get("Process Group Name")
+        key = str(group_name) if group_name is not None else UNKNOWN
+        group = self.groups.get(key)
+        if group is None:
+            description = args.get("Process Group Description")
+            group = self.groups[key] = GroupCollectives(
+                name=key,
+                description=description if isinstance(description, str) else None,
+                ranks=parse_ranks(args.get("Process Group Ranks")),
+            )
+        op_name = args.get("Collective name")
+        counted = group.ops.setdefault(str(op_name) if op_name is not None else UNKNOWN, OpCount())
+        counted.count += 1
+        elements = whole_number(args.get("In msg nelems"))
+        size = DTYPE_BYTES.get(str(args.get("dtype")))
+        if elements is not None and size is not None:
+            counted.bytes = (counted.bytes or 0) + elements * size
 
 
 NUMBERS = st.one_of(
@@ -100,9 +126,21 @@ NUMBERS = st.one_of(
     st.sampled_from(["7", "-1", "x", "2.5"]),
 )
 ARGS = st.dictionaries(
-    st.sampled_from(["stream", "correlation", "Process Group Name", "dtype", "other"]),
-    NUMBERS,
-    max_size=4,
+    st.sampled_from(
+        [
+            "stream",
+            "correlation",
+            "Process Group Name",
+            "Process Group Description",
+            "Process Group Ranks",
+            "Collective name",
+            "In msg nelems",
+            "dtype",
+            "other",
+        ]
+    ),
+    st.one_of(NUMBERS, st.sampled_from(["Float", "BFloat16", "allreduce", "[0, 1]"])),
+    max_size=6,
 )
 EVENT = st.fixed_dictionaries(
     {},
@@ -133,7 +171,7 @@ EVENT = st.fixed_dictionaries(
 
 def state(fold: RankAccumulator) -> tuple[Any, ...]:
     assert isinstance(fold.gpu, Recording)
-    groups = [(g.name, g.description, {k: (o.count, o.bytes) for k, o in g.ops.items()})
+    groups = [(g.name, g.description, g.ranks, {k: (o.count, o.bytes) for k, o in g.ops.items()})
               for g in fold.groups.values()]  # fmt: skip
     return (fold.events, fold.gpu.calls, list(fold.step_durations), fold.first_step,
             fold.two_steps, fold.last_step, groups)  # fmt: skip
@@ -143,7 +181,7 @@ def state(fold: RankAccumulator) -> tuple[Any, ...]:
 @given(st.lists(st.one_of(EVENT, st.integers(), st.none()), max_size=40))
 def test_the_fold_is_the_plain_fold(events: list[Any]) -> None:
     skipping, plain = RankAccumulator(gpu=Recording()), PlainFold(gpu=Recording())
-    skipping.add_all(events)
+    skipping.add_all(typed(events))
     plain.add_all(events)
     assert state(skipping) == state(plain)
 
@@ -157,7 +195,7 @@ class MergeJoined(GpuEvents):
 
 def joined(events: list[Any], gpu: GpuEvents) -> list[tuple[Any, ...]]:
     fold = RankAccumulator(gpu=gpu)
-    fold.add_all(events)
+    fold.add_all(typed(events))
     gpu._join_unmatched()
     return [(*record, *map(type, record)) for record in gpu.records]
 

@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 
 from tests.analysis.exact_gpu import ExactGpuIntervals
 from tests.analysis.run_writer import Run, rank_trace
+from tracesets.analysis.decoding import typed
 from tracesets.analysis.gpu import GpuTime
 from tracesets.analysis.kernels import GpuEvents
 from tracesets.analysis.rank import RankAccumulator
@@ -39,9 +40,9 @@ def streamed_and_exact(
     events: list[Any], sizes: dict[str, int] = TINY
 ) -> tuple[GpuTime | None, GpuTime | None]:
     streamed = RankAccumulator(gpu=GpuEvents(**sizes))
-    streamed.add_all(events)
+    streamed.add_all(typed(events))
     exact = RankAccumulator(gpu=ExactGpuIntervals())
-    exact.add_all(events)
+    exact.add_all(typed(events))
     return streamed.result().gpu, exact.result().gpu
 
 

@@ -86,16 +86,38 @@ def _byte_offset(doc: bytes, chars: int) -> int:
     return len(doc[: chars * 4].decode("utf-8", errors="ignore")[:chars].encode())
 
 
-def _parse(doc: bytes) -> tuple[list[Any] | None, int | None, str | None]:
+@dataclass(frozen=True, slots=True)
+class Decoding:
+    """How events are built: ``fast`` (bytes to events and where the array ended, or None
+    when orjson must judge), else orjson's dicts through ``convert``."""
+
+    fast: Callable[[bytes], tuple[list[Any], int | None] | None] | None = None
+    convert: Callable[[list[Any]], list[Any]] | None = None
+
+    def built(self, items: list[Any]) -> list[Any]:
+        return items if self.convert is None else self.convert(items)
+
+
+#: Events as orjson builds them: dicts, lists, strings and numbers.
+PLAIN: Final = Decoding()
+
+
+def _parse(
+    doc: bytes, decoding: Decoding = PLAIN
+) -> tuple[list[Any] | None, int | None, str | None]:
     """The events of ``doc`` (``[`` ... ``]``), where it ended if the array ended early, and
     why it could not be parsed."""
+    if decoding.fast is not None:
+        found = decoding.fast(doc)
+        if found is not None:
+            return found[0], found[1], None
     try:
-        return orjson.loads(doc), None, None
+        return decoding.built(orjson.loads(doc)), None, None
     except orjson.JSONDecodeError as error:
         if error.msg == _AFTER_DOCUMENT:
             end = _byte_offset(doc, error.pos)
             events = orjson.loads(doc[:end])
-            return events, end, None
+            return decoding.built(events), end, None
         if _byte_offset(doc, error.pos) < len(doc) - 1:  # not where the cut was: bad JSON
             raise EventsUnreadable(
                 f"the traceEvents array is not valid JSON: {error.msg}"
@@ -103,7 +125,9 @@ def _parse(doc: bytes) -> tuple[list[Any] | None, int | None, str | None]:
         return None, None, error.msg
 
 
-def _parse_to_end(buffer: bytes) -> tuple[list[Any] | None, int | None, str | None]:
+def _parse_to_end(
+    buffer: bytes, decoding: Decoding
+) -> tuple[list[Any] | None, int | None, str | None]:
     """``_parse(b"[" + buffer)`` for the rest of a trace, parsed once where it can be.
 
     Parsed whole, the rest of a trace fails with "unexpected content after document" at
@@ -117,17 +141,22 @@ def _parse_to_end(buffer: bytes) -> tuple[list[Any] | None, int | None, str | No
     last = buffer.rfind(b"]")
     after = buffer[last + 1 :].lstrip(WHITESPACE)
     if last == -1 or not after.rstrip(WHITESPACE):
-        return _parse(b"[" + buffer)
+        return _parse(b"[" + buffer, decoding)
     candidate = b"[" + buffer[: last + 1]
+    # where orjson would have stopped: at what follows the array, whitespace aside
+    follows = len(candidate) + len(buffer) - last - 1 - len(after)
+    if decoding.fast is not None:
+        found = decoding.fast(candidate)
+        if found is not None:
+            return found[0], follows if found[1] is None else found[1], None
+        return _parse(b"[" + buffer, decoding)
     try:
-        events = orjson.loads(candidate)
-        # where orjson would have stopped: at what follows the array, whitespace aside
-        return events, len(candidate) + len(buffer) - last - 1 - len(after), None
+        return decoding.built(orjson.loads(candidate)), follows, None
     except orjson.JSONDecodeError as error:
         if error.msg == _AFTER_DOCUMENT:  # the array ended within the candidate, earlier
             end = _byte_offset(candidate, error.pos)
-            return orjson.loads(candidate[:end]), end, None
-    return _parse(b"[" + buffer)
+            return decoding.built(orjson.loads(candidate[:end])), end, None
+    return _parse(b"[" + buffer, decoding)
 
 
 def _parsed_list(value: object) -> list[Any]:
@@ -136,8 +165,11 @@ def _parsed_list(value: object) -> list[Any]:
     return value
 
 
-def scan_events(stream: Readable, on_batch: Callable[[list[Any]], None]) -> Outside:
-    """Hand each batch of ``traceEvents`` items to ``on_batch``; what is outside, returned.
+def scan_events(
+    stream: Readable, on_batch: Callable[[list[Any]], None], decoding: Decoding = PLAIN
+) -> Outside:
+    """Hand each batch of ``traceEvents`` items to ``on_batch``, built by ``decoding``;
+    what is outside, returned.
 
     Raises ``EventsUnreadable`` when the array is not valid JSON or is cut short (the
     batches before that point have been handed over).
@@ -164,7 +196,7 @@ def scan_events(stream: Readable, on_batch: Callable[[list[Any]], None]) -> Outs
             outside.complete = True
             outside.tail = _tail(buffer[start + 1 :], stream, eof)
             return outside
-        done, buffer = _take(buffer, on_batch, eof=eof)
+        done, buffer = _take(buffer, on_batch, decoding, eof=eof)
         if done is not None:
             outside.complete = True
             outside.tail = _tail(done, stream, eof)
@@ -183,11 +215,11 @@ def scan_events(stream: Readable, on_batch: Callable[[list[Any]], None]) -> Outs
 
 
 def _take(
-    buffer: bytes, on_batch: Callable[[list[Any]], None], *, eof: bool
+    buffer: bytes, on_batch: Callable[[list[Any]], None], decoding: Decoding, *, eof: bool
 ) -> tuple[bytes | None, bytes]:
     """Parse the events at the start of ``buffer``: (what follows the array if it ended, rest)."""
     if eof:  # the whole rest of the trace: the array must end in it
-        events, end, why = _parse_to_end(buffer)
+        events, end, why = _parse_to_end(buffer, decoding)
         if events is not None:  # the array ended, and something (or nothing) follows it
             on_batch(_parsed_list(events))
             return (b"" if end is None else buffer[end - 1 :]), b""
@@ -196,7 +228,7 @@ def _take(
     for tries, cut in enumerate(_cuts(buffer)):
         if tries >= CUT_TRIES:
             break
-        events, end, _ = _parse(b"[" + buffer[: cut + 1] + b"]")
+        events, end, _ = _parse(b"[" + buffer[: cut + 1] + b"]", decoding)
         if events is None:
             continue
         on_batch(_parsed_list(events))

@@ -12,10 +12,12 @@ with the figures of the events read before it; a failure of the source is raised
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from tracesets.analysis.decoding import TYPED
 from tracesets.analysis.events import EventsUnreadable, Outside, scan_events
 from tracesets.analysis.rank import GroupCollectives, RankAccumulator, RankAnalysis
 from tracesets.inspection.archives import (
@@ -26,12 +28,24 @@ from tracesets.inspection.archives import (
     tar_stream_members,
     zip_members,
 )
-from tracesets.inspection.decompress import GZIP_MAGIC, Readable, open_gzip
+from tracesets.inspection.decompress import (
+    GZIP_MAGIC,
+    WHOLE_INPUT_LIMIT,
+    Readable,
+    inflate_whole,
+    open_gzip,
+)
 from tracesets.inspection.distributed import groups_of, parse_ranks, whole_number
 from tracesets.inspection.failures import describe
 from tracesets.inspection.files import SNIFF_BYTES, Replay, read_up_to
 from tracesets.inspection.jsonscan import ValueUnreadable, decode_value, find_key, find_last_key
-from tracesets.inspection.source import READ_AHEAD, ByteSource, SourceError, open_source
+from tracesets.inspection.source import (
+    READ_AHEAD,
+    ByteSource,
+    SourceError,
+    fetch,
+    open_source,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +104,7 @@ def analyze_stream(stream: Readable) -> RankAnalysis:
     """The figures of one trace read in order; bad bytes become its ``problem``."""
     accumulator = RankAccumulator()
     try:
-        outside = scan_events(stream, accumulator.add_all)
+        outside = scan_events(stream, accumulator.add_all, TYPED)
     except SourceError:
         raise
     except EventsUnreadable as error:
@@ -100,6 +114,13 @@ def analyze_stream(stream: Readable) -> RankAnalysis:
     if not outside.found:
         return accumulator.result("not a PyTorch profiler trace: it has no traceEvents")
     return _declared_groups(outside, accumulator.result())
+
+
+def _inflated(source: ByteSource | None) -> bytes | None:
+    """A small gzip file inflated in one call; None when it must be read step by step."""
+    if source is None or source.size > WHOLE_INPUT_LIMIT:
+        return None
+    return inflate_whole(fetch(source, 0, source.size))
 
 
 def _streams(
@@ -112,7 +133,8 @@ def _streams(
     magic = read_up_to(stream, SNIFF_BYTES)
     stream = Replay(magic, stream)
     if magic.startswith(GZIP_MAGIC):
-        stream = open_gzip(stream)
+        inflated = _inflated(source)
+        stream = open_gzip(stream) if inflated is None else io.BytesIO(inflated)
         magic = read_up_to(stream, SNIFF_BYTES)
         stream = Replay(magic, stream)
         source = None

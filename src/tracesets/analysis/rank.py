@@ -16,6 +16,7 @@ from array import array
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
+from tracesets.analysis.decoding import NO_ARGS, EventArgs, TraceEvent
 from tracesets.analysis.gpu import DEVICE_SYNCS, GpuTime, hta_interval
 from tracesets.analysis.kernels import GpuEvents
 from tracesets.inspection.distributed import parse_ranks, whole_number
@@ -78,8 +79,6 @@ class RankAnalysis:
 _NUMBERS: Final = (int, float)
 #: Names that count without a stream or a correlation (steps go by their prefix).
 _NAMED: Final = frozenset((COLLECTIVE_EVENT, *DEVICE_SYNCS))
-#: The args of an event that has none (read, never written).
-_NO_ARGS: Final[dict[str, Any]] = {}
 
 
 def _number(value: object) -> float | None:
@@ -88,9 +87,8 @@ def _number(value: object) -> float | None:
     return None
 
 
-def _stream(args: dict[str, Any]) -> int:
+def _stream(stream: object) -> int:
     """``args.stream`` as HTA reads it: a number (or numeric string), else -1."""
-    stream = args.get("stream")
     if isinstance(stream, int) and not isinstance(stream, bool):
         return stream
     if isinstance(stream, float) and math.isfinite(stream):
@@ -103,8 +101,7 @@ def _stream(args: dict[str, Any]) -> int:
     return -1
 
 
-def _correlation(args: dict[str, Any]) -> int:
-    correlation = args.get("correlation")
+def _correlation(correlation: object) -> int:
     if isinstance(correlation, int) and not isinstance(correlation, bool):
         return correlation
     return -1
@@ -131,7 +128,8 @@ class RankAccumulator:
         self.groups: dict[str, GroupCollectives] = {}
 
     def add_all(self, events: list[Any]) -> None:
-        """Fold a batch of events in, one loop (this runs once per event of every trace).
+        """Fold a batch of events in (``decoding.TraceEvent``s; other items are not
+        objects), one loop: this runs once per event of every trace.
 
         An event changes a figure only through its ``args.stream`` or ``args.correlation``
         (a GPU event, a launch) or its name (a step, a collective, a device sync): one
@@ -144,14 +142,14 @@ class RankAccumulator:
         numbers = _NUMBERS
         gpu = self.gpu
         for event in events:
-            if type(event) is not dict:
+            if type(event) is not TraceEvent:
                 continue
-            args = event.get("args")
-            if type(args) is not dict:
-                args = _NO_ARGS
-            stream = args.get("stream", -1)
-            correlation = args.get("correlation", -1)
-            name = event.get("name")
+            args = event.args
+            if type(args) is not EventArgs:
+                args = NO_ARGS
+            stream = args.stream
+            correlation = args.correlation
+            name = event.name
             if type(name) is not str:
                 name = ""
             # -1 (or -1.0) is what both read as when absent: then only the name counts
@@ -162,7 +160,7 @@ class RankAccumulator:
                 and not name.startswith("ProfilerStep")
             ):
                 continue
-            cat, ts, dur = event.get("cat"), event.get("ts"), event.get("dur")
+            cat, ts, dur = event.cat, event.ts, event.dur
             # (bools are ints to isinstance, not to type: True is no timestamp)
             if cat is None or cat == "Trace":
                 continue
@@ -171,9 +169,9 @@ class RankAccumulator:
             if start is None or length is None:
                 continue
             if type(stream) is not int:
-                stream = _stream(args)
+                stream = _stream(stream)
             if type(correlation) is not int:
-                correlation = _correlation(args)
+                correlation = _correlation(correlation)
             on_gpu = (stream >= 0 and correlation >= 0) or name in DEVICE_SYNCS
             if type(start) is float:  # HTA rounds nanosecond timestamps inwards
                 start, end = hta_interval(start, length, fractional=True)
@@ -200,21 +198,21 @@ class RankAccumulator:
         if self.last_step is None or ts > self.last_step:
             self.last_step = ts
 
-    def _collective(self, args: dict[str, Any]) -> None:
-        group_name = args.get("Process Group Name")
+    def _collective(self, args: EventArgs) -> None:
+        group_name = args.group_name
         key = str(group_name) if group_name is not None else UNKNOWN
         group = self.groups.get(key)
         if group is None:
             if len(self.groups) >= MAX_GROUPS:
                 return
-            description = args.get("Process Group Description")
+            description = args.group_description
             group = GroupCollectives(
                 name=key,
                 description=description if isinstance(description, str) else None,
-                ranks=parse_ranks(args.get("Process Group Ranks")),
+                ranks=parse_ranks(args.group_ranks),
             )
             self.groups[key] = group
-        op_name = args.get("Collective name")
+        op_name = args.collective
         op = str(op_name) if op_name is not None else UNKNOWN
         counted = group.ops.get(op)
         if counted is None:
@@ -222,8 +220,8 @@ class RankAccumulator:
                 return
             counted = group.ops[op] = OpCount()
         counted.count += 1
-        elements = whole_number(args.get("In msg nelems"))
-        size = DTYPE_BYTES.get(str(args.get("dtype")))
+        elements = whole_number(args.elements)
+        size = DTYPE_BYTES.get(str(args.dtype))
         if elements is not None and size is not None:
             counted.bytes = (counted.bytes or 0) + elements * size
 

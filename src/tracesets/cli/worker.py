@@ -3,17 +3,21 @@
 Configured as ``serve`` is (``DATABASE_URL``, ``TRACESETS_STORAGE_URL``, the data
 folder), it shares the queue with every service process and every other worker on the
 same database and store, on any machine: each claims one file at a time, so one
-traceset's files are read by all of them at once. Inspection is CPU-bound Python: run
-one worker per core. SIGTERM or SIGINT stops it cleanly: the file being read is given
-back at once (not counted as a failed attempt) and another process takes it.
+traceset's files are read by all of them at once. Inspection is CPU-bound Python, read
+by a pool of processes, one per core: run one worker per machine. SIGTERM or SIGINT
+stops it cleanly: the file being read is given back at once (not counted as a failed
+attempt) and another process takes it.
 
 For tests only: with ``TRACESETS_TEST_HOLD_FILE`` and ``TRACESETS_TEST_HOLD_MARK`` set,
 a worker that claims the file so named writes its pid to the mark file and waits there
 until it is stopped or killed, so that a test knows which file a killed worker held.
+With ``TRACESETS_TEST_POOL_HOLD_FILE`` and ``TRACESETS_TEST_POOL_HOLD_MARK``, the first
+pool process to read the file so named does the same, so that a test can kill it.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import signal
@@ -42,11 +46,26 @@ def _hold(env: Mapping[str, str], stopping: threading.Event) -> Callable[[str], 
     return hold
 
 
+def hold_in_pool(file_name: str, *, name: str, mark: str) -> None:
+    """(In a pool process) the first to read ``name`` writes its pid and waits to be killed."""
+    if file_name == name and not Path(mark).exists():
+        Path(mark).write_text(str(os.getpid()))
+        threading.Event().wait()
+
+
+def _hold_in_pool(env: Mapping[str, str]) -> Callable[[str], None] | None:
+    name, mark = env.get("TRACESETS_TEST_POOL_HOLD_FILE"), env.get("TRACESETS_TEST_POOL_HOLD_MARK")
+    if not name or not mark:
+        return None
+    return functools.partial(hold_in_pool, name=name, mark=mark)
+
+
 def worker(data_dir: DataDir = None) -> None:
     """Inspect queued tracesets' files until stopped (SIGTERM or Ctrl-C); no HTTP.
 
     Reads serve's settings (DATABASE_URL, TRACESETS_STORAGE_URL, the data folder): run
-    one per core, on any machine that shares the database and the store.
+    one per machine (it uses every core), on any machine that shares the database and
+    the store.
     """
     from tracesets.service.inspections import InspectionQueue
     from tracesets.service.stores import open_store
@@ -61,6 +80,7 @@ def worker(data_dir: DataDir = None) -> None:
     store = open_store(settings)
     queue = InspectionQueue(db, store, lease=timedelta(seconds=settings.inspection_lease))
     queue.before_file = _hold(os.environ, queue.stopping)
+    queue.before_file_in_pool = _hold_in_pool(os.environ)
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
         log.info("worker %s stopping (%s)", queue.owner, signal.Signals(signum).name)

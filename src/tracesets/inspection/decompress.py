@@ -9,6 +9,12 @@ profiler traces compress 5 to 30 times (the Holistic Trace Analysis samples: 13 
 
 Concatenated gzip members (what ``cat a.gz b.gz`` makes) are one stream, as for gzip
 itself; zero padding after the last member is ignored, other trailing bytes end it.
+
+``inflate_whole`` is the short way for a small file held in memory (a rank's trace of
+tens of KB), by ISA-L: 0.12 ms for 34 KB into 349 KB where the stepwise reader takes
+0.55 ms. It answers only when the whole stream inflates cleanly into at most
+``WHOLE_LIMIT`` bytes (memory stays bounded); otherwise the caller reads it step by step,
+so every refusal and error is the reader's.
 """
 
 from __future__ import annotations
@@ -16,6 +22,8 @@ from __future__ import annotations
 import io
 import zlib
 from typing import Final, Protocol
+
+from isal import isal_zlib
 
 #: Output may always reach this many bytes, whatever the ratio.
 BOMB_FLOOR: Final = 64 * 1024 * 1024
@@ -26,6 +34,11 @@ MAX_RATIO: Final = 100
 INPUT_CHUNK: Final = 64 * 1024
 
 GZIP_MAGIC: Final = b"\x1f\x8b"
+#: ``inflate_whole`` gives at most this many bytes (a rank's trace is a few hundred KB)...
+WHOLE_LIMIT: Final = 2 * 1024 * 1024
+#: ... and is worth trying on at most this many (traces compress 5 to 30 times): a larger
+#: file would often be inflated to the limit for nothing, and held beside its output.
+WHOLE_INPUT_LIMIT: Final = 256 * 1024
 
 
 class Readable(Protocol):
@@ -115,6 +128,26 @@ class GzipReader(io.RawIOBase):
         self._zlib = zlib.decompressobj(wbits=31)
         self._carry = head
         return True
+
+
+def inflate_whole(data: bytes) -> bytes | None:
+    """Every gzip member of ``data`` inflated, as ``GzipReader`` would read them; None when
+    it would refuse, stop short or fail (then let it say why), or past ``WHOLE_LIMIT``."""
+    pieces: list[bytes] = []
+    room = WHOLE_LIMIT
+    while True:
+        inflater = isal_zlib.decompressobj(wbits=31)
+        try:
+            piece = inflater.decompress(data, room + 1)
+        except Exception:  # ISA-L's own error: the stepwise reader says what is wrong
+            return None
+        room -= len(piece)
+        if room < 0 or not inflater.eof:
+            return None
+        pieces.append(piece)
+        data = inflater.unused_data
+        if data[:2] != GZIP_MAGIC:
+            return b"".join(pieces)
 
 
 def open_gzip(raw: Readable) -> io.BufferedReader:

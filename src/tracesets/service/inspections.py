@@ -16,6 +16,13 @@ that dies mid-file leaves a lease that runs out, and another process takes the f
 over; a process told to stop gives its files back at once. A file that fails three
 times (the store failed, not the traces: bad bytes are findings) is recorded as
 failed, and the inspection fails with the reason once its other files are done.
+
+Reading a trace is Python bound to one core, so a queue shares the small files of a
+batch among a pool of processes, one per core (``processes``), while it fetches them;
+the claims, the leases and the records stay in the queue's own process. The pool lives
+while there is work, and goes when the queue is idle. A pool process that dies fails
+the files it had not answered yet: they are given back as a failed attempt and claimed
+again, by a new pool; whatever was answered is recorded, nothing else.
 """
 
 from __future__ import annotations
@@ -29,24 +36,30 @@ import socket
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import (
+    FIRST_COMPLETED,
+    CancelledError,
+    Future,
+    ProcessPoolExecutor,
+    ThreadPoolExecutor,
+    wait,
+)
+from concurrent.futures.process import BrokenProcessPool
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
 import orjson
 from sqlalchemy import Connection
 
-from tracesets.analysis import analyze_file
-from tracesets.analysis import stored as stored_analysis
-from tracesets.analysis.collector import fewer_collections
 from tracesets.db import inspection_files as claims
 from tracesets.db import queries
 from tracesets.db.engine import Database
 from tracesets.db.inspection_files import Claim
-from tracesets.inspection import ByteSource, SourceError, inspect_file
-from tracesets.inspection.source import READ_ONCE_LIMIT, FileSource, read_once
+from tracesets.inspection import ByteSource, SourceError
+from tracesets.inspection.source import READ_ONCE_LIMIT, FileSource, fetch, read_once
 from tracesets.records import Traceset
 from tracesets.service.joined import failure_json, join_results
+from tracesets.service.reading import cores, read_in_pool, read_stored, reading_pool
 from tracesets.storage.base import BlobStore, blob_key
 
 log = logging.getLogger("tracesets.inspection")
@@ -147,11 +160,23 @@ def fetch_ahead(
         ahead -= _held(claim)
 
 
+def _make_room(sent: list[tuple[Claim, Future[str]]], size: int) -> None:
+    """Wait until the files sent to the pool and not yet read hold at most
+    FETCH_AHEAD_BYTES with the next one (one is always let through), as for fetching."""
+    while True:
+        unread = [(claim, answer) for claim, answer in sent if not answer.done()]
+        if not unread or sum(claim.size for claim, _ in unread) + size <= FETCH_AHEAD_BYTES:
+            return
+        wait([answer for _, answer in unread], return_when=FIRST_COMPLETED)
+
+
 class InspectionQueue:
     """Claims files of queued inspections and records what they say.
 
-    ``before_file`` is called with each claimed file's name before it is read (a test
-    uses it to hold a process inside a known file).
+    ``before_file`` is called with each claimed file's name before it is read, and
+    ``before_file_in_pool`` (picklable) in the pool process that reads it: tests use them
+    to hold a process inside a known file. ``processes``: the pool's size (default one
+    per core; 1 reads every file in this process).
     """
 
     def __init__(
@@ -162,16 +187,20 @@ class InspectionQueue:
         lease: timedelta = DEFAULT_LEASE,
         owner: str | None = None,
         before_file: Callable[[str], None] | None = None,
+        processes: int | None = None,
     ) -> None:
         self.db = db
         self.store = store
         self.lease = lease
         self.owner = owner or process_name()
         self.before_file = before_file
+        self.before_file_in_pool: Callable[[str], None] | None = None
+        self.processes = cores() if processes is None else processes
         self.wake = asyncio.Event()
         self.stopping = threading.Event()
         self._held: list[Claim] = []
         self._heartbeat: threading.Thread | None = None
+        self._readers: ProcessPoolExecutor | None = None
 
     def stop(self) -> None:
         """Stop taking work; the file being read is given back at its next read."""
@@ -205,31 +234,64 @@ class InspectionQueue:
         )
 
     def _inspect(self, batch: list[Claim]) -> None:
-        """Inspect the claimed files one after the other, record them together; when told
-        to stop, record what is done and give the rest back."""
+        """Inspect the claimed files, small ones in the pool, and record them together;
+        when told to stop, record what is done and give the rest back."""
         self._held = list(batch)
         try:
-            outcomes: list[tuple[Claim, str, str]] = []
-            pool = ThreadPoolExecutor(FETCH_AHEAD, thread_name_prefix="inspection-fetch")
-            try:
-                # Small files are read whole, in one request (``read_once``): inspection and
-                # analysis read a file two or three times (head, tail, events). A batch holds
-                # at most MAX_BATCH_FILES small ones.
-                for claim, source in fetch_ahead(batch, lambda c: pool.submit(self._open, c)):
-                    if self.stopping.is_set():
-                        break
-                    outcome = self._inspect_one(claim, source)
-                    if outcome is not None:
-                        outcomes.append((claim, *outcome))
-                    del source  # its bytes go now, not when the next file's arrive
-            finally:
-                pool.shutdown(wait=True, cancel_futures=True)
+            outcomes = self._read_batch(batch)
             if outcomes:
                 self._record(outcomes)
             if self.stopping.is_set():
                 self._give_back([c for c in batch if c not in {o[0] for o in outcomes}])
         finally:
             self._held = []
+
+    def _read_batch(self, batch: list[Claim]) -> list[tuple[Claim, str, str]]:
+        """What each file of the batch says, or why it failed; files given back left out.
+
+        Small files are read whole, in one request (``read_once``): inspection and analysis
+        read a file two or three times (head, tail, events). They go to the pool as they
+        arrive; larger ones are read here, meanwhile.
+        """
+        outcomes: list[tuple[Claim, str, str]] = []
+        readers = self._pool_for(batch)
+        sent: list[tuple[Claim, Future[str]]] = []
+        fetching = ThreadPoolExecutor(FETCH_AHEAD, thread_name_prefix="inspection-fetch")
+        try:
+            for claim, source in fetch_ahead(batch, lambda c: fetching.submit(self._open, c)):
+                if self.stopping.is_set():
+                    break
+                if readers is not None and claim.size <= READ_ONCE_LIMIT:
+                    _make_room(sent, claim.size)
+                    sent.append((claim, self._send(readers, claim, source)))
+                else:
+                    outcome = self._attempt(claim, self._read_here, claim, source)
+                    if outcome is not None:
+                        outcomes.append((claim, *outcome))
+                del source  # its bytes go now, not when the next file's arrive
+        finally:
+            fetching.shutdown(wait=True, cancel_futures=True)
+        for claim, answer in sent:
+            outcome = self._attempt(claim, answer.result)
+            if outcome is not None:
+                outcomes.append((claim, *outcome))
+            if not answer.cancelled() and isinstance(answer.exception(), BrokenProcessPool):
+                self._close_pool()  # a pool process died: the next batch gets a new pool
+        return outcomes
+
+    def _pool_for(self, batch: list[Claim]) -> ProcessPoolExecutor | None:
+        """The pool, started if need be; None for one process or one small file."""
+        small = sum(claim.size <= READ_ONCE_LIMIT for claim in batch)
+        if self.processes <= 1 or small < 2:
+            return self._readers
+        if self._readers is None:
+            self._readers = reading_pool(self.processes)
+        return self._readers
+
+    def _close_pool(self) -> None:
+        readers, self._readers = self._readers, None
+        if readers is not None:
+            readers.shutdown(wait=False, cancel_futures=True)
 
     def _open(self, claim: Claim) -> ByteSource:
         assert claim.sha256 is not None  # complete recorded every file's digest
@@ -243,18 +305,36 @@ class InspectionQueue:
             return _Stoppable(source, self.stopping)
         return read_once(_Stoppable(source, self.stopping))
 
-    def _inspect_one(self, claim: Claim, fetched: Future[ByteSource]) -> tuple[str, str] | None:
-        """("done", its findings and figures) or ("failed", why) to record; None when the
-        file goes back to the queue."""
+    def _send(
+        self, readers: ProcessPoolExecutor, claim: Claim, fetched: Future[ByteSource]
+    ) -> Future[str]:
+        """The file's bytes sent to the pool; a failure to get them, as the answer."""
         try:
             if self.before_file is not None:
                 self.before_file(claim.name)
-            # Fetched ahead, perhaps whole: a stop still gives the file back at its next read.
             source = _Stoppable(fetched.result(), self.stopping)
-            with fewer_collections():
-                findings = inspect_file(claim.name, source)
-                traces = analyze_file(claim.name, source)
-        except Exception as exc:  # the store failed, not the traces: those become findings
+            data = fetch(source, 0, source.size)
+            return readers.submit(read_in_pool, claim.name, data, self.before_file_in_pool)
+        except Exception as exc:
+            failed: Future[str] = Future()
+            failed.set_exception(exc)
+            return failed
+
+    def _read_here(self, claim: Claim, fetched: Future[ByteSource]) -> str:
+        if self.before_file is not None:
+            self.before_file(claim.name)
+        # Fetched ahead, perhaps whole: a stop still gives the file back at its next read.
+        return read_stored(claim.name, _Stoppable(fetched.result(), self.stopping))
+
+    def _attempt(
+        self, claim: Claim, read: Callable[..., str], *args: object
+    ) -> tuple[str, str] | None:
+        """("done", its findings and figures) or ("failed", why) to record; None when the
+        file goes back to the queue."""
+        try:
+            return "done", read(*args)
+        except (Exception, CancelledError) as exc:  # the store failed, or the pool went
+            # (not the traces: those become findings)
             if self.stopping.is_set():
                 return None  # given back with the rest of the batch
             log.exception("inspecting file %s failed (attempt %d)", claim.name, claim.attempts)
@@ -263,7 +343,6 @@ class InspectionQueue:
             with self.db.write() as conn:
                 claims.release(conn, claim=claim, owner=self.owner, count_attempt=True)
             return None
-        return "done", stored_analysis.dumps(findings, traces)
 
     def _give_back(self, left: list[Claim]) -> None:
         """Files not inspected because this process is stopping: not a failed attempt."""
@@ -356,24 +435,32 @@ class InspectionQueue:
 
     def run(self) -> None:
         """Work until ``stop``: a process that does nothing else (``tracesets worker``)."""
-        while not self.stopping.is_set():
-            try:
-                busy = self.run_one()
-            except Exception:  # the database is unreachable: try again after a pause
-                log.exception("the inspection queue could not claim work")
-                busy = False
-            if not busy:
-                self.stopping.wait(IDLE_SECONDS)
+        try:
+            while not self.stopping.is_set():
+                try:
+                    busy = self.run_one()
+                except Exception:  # the database is unreachable: try again after a pause
+                    log.exception("the inspection queue could not claim work")
+                    busy = False
+                if not busy:
+                    self._close_pool()
+                    self.stopping.wait(IDLE_SECONDS)
+        finally:
+            self._close_pool()
 
     async def run_forever(self) -> None:
         """Work beside a service's requests; woken early when a traceset completes."""
-        while not self.stopping.is_set():
-            try:
-                busy = await asyncio.to_thread(self.run_one)
-            except Exception:  # the database is unreachable: try again after a pause
-                log.exception("the inspection queue could not claim work")
-                busy = False
-            if not busy:
-                self.wake.clear()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.wake.wait(), IDLE_SECONDS)
+        try:
+            while not self.stopping.is_set():
+                try:
+                    busy = await asyncio.to_thread(self.run_one)
+                except Exception:  # the database is unreachable: try again after a pause
+                    log.exception("the inspection queue could not claim work")
+                    busy = False
+                if not busy:
+                    self._close_pool()
+                    self.wake.clear()
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self.wake.wait(), IDLE_SECONDS)
+        finally:
+            self._close_pool()

@@ -1,0 +1,65 @@
+"""Reading one stored file's traces, in the queue's process or in its pool of processes.
+
+A pool process runs only this module's functions, so it starts with this module and what
+it imports (the trace readers: no database, no store): the fork server that makes pool
+processes imports it once (``POOL_PRELOAD``), then each pool process is a fork of it.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import threading
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from typing import Final
+
+from tracesets.analysis import analyze_file
+from tracesets.analysis import stored as stored_analysis
+from tracesets.analysis.collector import fewer_collections
+from tracesets.inspection import ByteSource, inspect_file
+from tracesets.inspection.source import BytesSource
+
+#: Modules a pool process starts with (forked from a server that imported them once).
+POOL_PRELOAD: Final = ["tracesets.service.reading"]
+
+
+def cores() -> int:
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def read_stored(name: str, source: ByteSource) -> str:
+    """One file's findings and figures, as its row keeps them."""
+    with fewer_collections():
+        findings = inspect_file(name, source)
+        traces = analyze_file(name, source)
+    return stored_analysis.dumps(findings, traces)
+
+
+def read_in_pool(name: str, data: bytes, before: Callable[[str], None] | None) -> str:
+    """(In a pool process) ``read_stored`` of a small file's bytes."""
+    if before is not None:
+        before(name)
+    return read_stored(name, BytesSource(data))
+
+
+def _end_with_the_queue() -> None:
+    """(In a pool process) exit when the queue's process is gone, however it ended: a
+    pool process waits on a queue it holds both ends of, so it would wait forever."""
+    queue_process = multiprocessing.parent_process()
+    if queue_process is None:
+        return
+
+    def watch() -> None:
+        queue_process.join()
+        os._exit(1)
+
+    threading.Thread(target=watch, name="inspection-pool-watch", daemon=True).start()
+
+
+def reading_pool(processes: int) -> ProcessPoolExecutor:
+    """Processes forked from a server started once, without this process's threads."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(POOL_PRELOAD)
+    return ProcessPoolExecutor(processes, mp_context=context, initializer=_end_with_the_queue)
