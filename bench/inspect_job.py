@@ -165,7 +165,8 @@ def _file_by_file(queue: Any, traceset: Any) -> bytes:
     from concurrent.futures import ThreadPoolExecutor
 
     from tracesets.db.inspection_files import Claim
-    from tracesets.service.inspections import FETCH_AHEAD, MAX_BATCH_FILES
+    from tracesets.service.fetching import FETCH_AHEAD
+    from tracesets.service.inspections import MAX_BATCH_FILES
     from tracesets.service.joined import join
 
     done: list[tuple[str, str, str]] = []

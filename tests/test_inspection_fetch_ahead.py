@@ -12,13 +12,9 @@ from tracesets.db.engine import Database
 from tracesets.db.inspection_files import Claim
 from tracesets.inspection import ByteSource
 from tracesets.inspection.source import READ_ONCE_LIMIT, BytesSource, FileSource
-from tracesets.service import inspections
-from tracesets.service.inspections import (
-    FETCH_AHEAD,
-    FETCH_AHEAD_BYTES,
-    InspectionQueue,
-    fetch_ahead,
-)
+from tracesets.service import fetching
+from tracesets.service.fetching import FETCH_AHEAD, FETCH_AHEAD_BYTES, fetch_ahead, make_room
+from tracesets.service.inspections import InspectionQueue
 from tracesets.storage.base import BlobStore
 
 MiB = 1024 * 1024
@@ -115,13 +111,13 @@ def test_files_sent_to_the_pool_hold_at_most_the_byte_budget_unread(
         waited.append([str(a) for a in answers])
         answers[0].set_result("read")  # the oldest is read by a pool process
 
-    monkeypatch.setattr(inspections, "wait", wait)
+    monkeypatch.setattr(fetching, "wait", wait)
     sent: list[tuple[Claim, Future[str]]] = []
     for claim in claims(5, 3 * MiB):
-        inspections._make_room(sent, claim.size)
+        make_room(sent, claim.size)
         unread = [c.size for c, answer in sent if not answer.done()]
         assert not unread or sum(unread) + claim.size <= FETCH_AHEAD_BYTES
         sent.append((claim, Future()))
     assert len(waited) == 3  # from the third file on, one read first each time
     alone: list[tuple[Claim, Future[str]]] = []
-    inspections._make_room(alone, 64 * MiB)  # one file is always let through
+    make_room(alone, 64 * MiB)  # one file is always let through

@@ -34,15 +34,12 @@ import os
 import secrets
 import socket
 import threading
-from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import (
-    FIRST_COMPLETED,
     CancelledError,
     Future,
     ProcessPoolExecutor,
     ThreadPoolExecutor,
-    wait,
 )
 from concurrent.futures.process import BrokenProcessPool
 from datetime import UTC, datetime, timedelta
@@ -55,9 +52,10 @@ from tracesets.db import inspection_files as claims
 from tracesets.db import queries
 from tracesets.db.engine import Database
 from tracesets.db.inspection_files import Claim
-from tracesets.inspection import ByteSource, SourceError
+from tracesets.inspection import ByteSource
 from tracesets.inspection.source import READ_ONCE_LIMIT, FileSource, fetch, read_once
 from tracesets.records import Traceset
+from tracesets.service.fetching import FETCH_AHEAD, Stoppable, fetch_ahead, make_room
 from tracesets.service.joined import failure_json, join_results
 from tracesets.service.reading import cores, read_in_pool, read_stored, reading_pool
 from tracesets.storage.base import BlobStore, blob_key
@@ -71,13 +69,6 @@ MAX_ATTEMPTS: Final = 3
 #: two transactions, otherwise cost more than reading it.
 MAX_BATCH_FILES: Final = 16
 MAX_BATCH_BYTES: Final = 64 * 1024 * 1024
-#: Files of a batch fetched at once, while one is read: a rank's trace costs a few
-#: milliseconds of CPU and as much again of round trips to S3 (the wait releases the GIL).
-FETCH_AHEAD: Final = 8
-#: Bytes of small files read whole ahead of the one being inspected, at most (plus that
-#: one): a batch of 16 files of 2 MiB, all fetched at once and held to the batch's end,
-#: took a service from 84 to 130 MB of RSS.
-FETCH_AHEAD_BYTES: Final = 8 * 1024 * 1024
 IDLE_SECONDS: Final = 2.0
 
 
@@ -107,67 +98,8 @@ def process_name() -> str:
     return f"{socket.gethostname()[:96]}:{os.getpid()}:{secrets.token_hex(3)}"
 
 
-class _Stoppable:
-    """A source that fails its next read once the process is told to stop, so a file
-    being read is given back at once, wherever the reading is."""
-
-    def __init__(self, source: ByteSource, stopping: threading.Event) -> None:
-        self._source = source
-        self._stopping = stopping
-
-    @property
-    def size(self) -> int:
-        return self._source.size
-
-    def read(self, offset: int, length: int) -> bytes:
-        if self._stopping.is_set():
-            raise SourceError("this process is stopping")
-        return self._source.read(offset, length)
-
-
 def _utcnow() -> datetime:
     return datetime.now(UTC)
-
-
-def _held(claim: Claim) -> int:
-    """Bytes a fetched file holds in memory: small ones are read whole (``read_once``)."""
-    return claim.size if claim.size <= READ_ONCE_LIMIT else 0
-
-
-def fetch_ahead(
-    batch: list[Claim], fetch: Callable[[Claim], Future[ByteSource]]
-) -> Iterator[tuple[Claim, Future[ByteSource]]]:
-    """Each claim of ``batch`` in order, with its fetch started ahead of the caller.
-
-    At most FETCH_AHEAD files and FETCH_AHEAD_BYTES of whole reads are started and not
-    yet handed over (one file is always started, whatever its size): fetching a whole
-    batch at once held every small file's bytes until the batch's end.
-    """
-    waiting = deque(batch)
-    started: deque[tuple[Claim, Future[ByteSource]]] = deque()
-    ahead = 0
-    while waiting or started:
-        while waiting and (
-            not started
-            or (len(started) < FETCH_AHEAD and ahead + _held(waiting[0]) <= FETCH_AHEAD_BYTES)
-        ):
-            claim = waiting.popleft()
-            ahead += _held(claim)
-            started.append((claim, fetch(claim)))
-        claim, future = started.popleft()
-        yield claim, future
-        del future  # handed over: the caller drops it once read
-        ahead -= _held(claim)
-
-
-def _make_room(sent: list[tuple[Claim, Future[str]]], size: int) -> None:
-    """Wait until the files sent to the pool and not yet read hold at most
-    FETCH_AHEAD_BYTES with the next one (one is always let through), as for fetching."""
-    while True:
-        unread = [(claim, answer) for claim, answer in sent if not answer.done()]
-        if not unread or sum(claim.size for claim, _ in unread) + size <= FETCH_AHEAD_BYTES:
-            return
-        wait([answer for _, answer in unread], return_when=FIRST_COMPLETED)
 
 
 class InspectionQueue:
@@ -262,7 +194,7 @@ class InspectionQueue:
                 if self.stopping.is_set():
                     break
                 if readers is not None and claim.size <= READ_ONCE_LIMIT:
-                    _make_room(sent, claim.size)
+                    make_room(sent, claim.size)
                     sent.append((claim, self._send(readers, claim, source)))
                 else:
                     outcome = self._attempt(claim, self._read_here, claim, source)
@@ -302,8 +234,8 @@ class InspectionQueue:
             # A local file's read is a system call, no round trip to save. Read whole on
             # the fetch threads, files of a few MiB stayed in glibc's per-thread arenas
             # after they were freed: 64 files of 2 MiB took a service from 85 to 123 MB.
-            return _Stoppable(source, self.stopping)
-        return read_once(_Stoppable(source, self.stopping))
+            return Stoppable(source, self.stopping)
+        return read_once(Stoppable(source, self.stopping))
 
     def _send(
         self, readers: ProcessPoolExecutor, claim: Claim, fetched: Future[ByteSource]
@@ -312,7 +244,7 @@ class InspectionQueue:
         try:
             if self.before_file is not None:
                 self.before_file(claim.name)
-            source = _Stoppable(fetched.result(), self.stopping)
+            source = Stoppable(fetched.result(), self.stopping)
             data = fetch(source, 0, source.size)
             return readers.submit(read_in_pool, claim.name, data, self.before_file_in_pool)
         except Exception as exc:
@@ -324,7 +256,7 @@ class InspectionQueue:
         if self.before_file is not None:
             self.before_file(claim.name)
         # Fetched ahead, perhaps whole: a stop still gives the file back at its next read.
-        return read_stored(claim.name, _Stoppable(fetched.result(), self.stopping))
+        return read_stored(claim.name, Stoppable(fetched.result(), self.stopping))
 
     def _attempt(
         self, claim: Claim, read: Callable[..., str], *args: object
