@@ -8,6 +8,7 @@ time, except the one whose point is that the wait runs out.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import secrets
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -168,10 +169,9 @@ def test_a_waiter_that_leaves_keeps_no_slot_even_when_one_was_just_handed_to_it(
     asyncio.run(scenario())
 
 
-def test_the_service_holds_a_put_past_the_bound_and_takes_it_when_a_slot_frees(
-    tmp_path: Path,
-) -> None:
-    """Over HTTP (the app in this process): the second PUT waits, unread, then succeeds."""
+@contextlib.asynccontextmanager
+async def one_slot_service(tmp_path: Path) -> AsyncIterator[tuple[httpx.AsyncClient, UploadSlots]]:
+    """The service in this process, one upload at a time and a long wait; a client of it."""
     token = secrets.token_hex(16)
     env = {
         "TRACESETS_BOOTSTRAP_TOKEN": token,
@@ -179,19 +179,26 @@ def test_the_service_holds_a_put_past_the_bound_and_takes_it_when_a_slot_frees(
         "TRACESETS_UPLOAD_WAIT": "300",
     }
     app = create_app(Settings.from_env(env, data_dir=tmp_path))
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app),
+            base_url="http://127.0.0.1",
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=PATIENCE,
+        ) as api,
+    ):
+        yield api, app.state.upload_slots
+
+
+def test_the_service_holds_a_put_past_the_bound_and_takes_it_when_a_slot_frees(
+    tmp_path: Path,
+) -> None:
+    """Over HTTP (the app in this process): the second PUT waits, unread, then succeeds."""
     files = {"rank0.json": secrets.token_bytes(1000), "rank1.json": secrets.token_bytes(1000)}
 
     async def scenario() -> None:
-        async with (
-            app.router.lifespan_context(app),
-            httpx.AsyncClient(
-                transport=httpx.ASGITransport(app=app),
-                base_url="http://127.0.0.1",
-                headers={"Authorization": f"Bearer {token}"},
-                timeout=PATIENCE,
-            ) as api,
-        ):
-            slots: UploadSlots = app.state.upload_slots
+        async with one_slot_service(tmp_path) as (api, slots):
             body = {
                 "name": "two ranks",
                 "files": [spec(name, data) for name, data in files.items()],
@@ -233,26 +240,10 @@ def test_the_service_holds_a_put_past_the_bound_and_takes_it_when_a_slot_frees(
 
 def test_a_put_to_an_altered_url_is_refused_at_once_not_queued(tmp_path: Path) -> None:
     """The signature is checked before the wait: a forged URL never takes a waiter's place."""
-    token = secrets.token_hex(16)
-    env = {
-        "TRACESETS_BOOTSTRAP_TOKEN": token,
-        "TRACESETS_MAX_CONCURRENT_UPLOADS": "1",
-        "TRACESETS_UPLOAD_WAIT": "300",
-    }
-    app = create_app(Settings.from_env(env, data_dir=tmp_path))
     data = secrets.token_bytes(1000)
 
     async def scenario() -> None:
-        async with (
-            app.router.lifespan_context(app),
-            httpx.AsyncClient(
-                transport=httpx.ASGITransport(app=app),
-                base_url="http://127.0.0.1",
-                headers={"Authorization": f"Bearer {token}"},
-                timeout=PATIENCE,
-            ) as api,
-        ):
-            slots: UploadSlots = app.state.upload_slots
+        async with one_slot_service(tmp_path) as (api, slots):
             body = {
                 "name": "one rank",
                 "files": [spec("rank0.json", data)],
