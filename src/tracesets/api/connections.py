@@ -21,11 +21,11 @@ from typing import Any
 
 from starlette.types import Receive, Scope, Send
 from uvicorn.config import Config
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 from uvicorn.server import ServerState
 
 from tracesets.api import render
-from tracesets.problems import ServiceUnavailable
+from tracesets.problems import InvalidRequest, Problem, ServiceUnavailable
 from tracesets.settings import Settings
 
 #: A sensible soft limit where the hard one is unlimited (macOS refuses more than OPEN_MAX).
@@ -101,6 +101,29 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
         super().connection_lost(exc)
+
+    def send_400_response(self, msg: str) -> None:
+        """A request the parser refused (a malformed request line or header, such as a
+        Content-Length that is not a number) is answered as every other refusal is, with
+        problem details, not uvicorn's plain text; the connection is closed after."""
+        answer = render.problem_response(
+            InvalidRequest.of(
+                [
+                    Problem(
+                        "request",
+                        None,
+                        "The request is not valid HTTP/1.1: its request line or a header "
+                        "(such as Content-Length) is malformed",
+                    )
+                ]
+            )
+        )
+        headers = [*self.server_state.default_headers, *answer.raw_headers]
+        lines = [name + b": " + value + b"\r\n" for name, value in headers]
+        self.transport.write(
+            b"".join([STATUS_LINE[400], *lines, b"connection: close\r\n\r\n", answer.body])
+        )
+        self.transport.close()
 
     def on_message_begin(self) -> None:
         super().on_message_begin()

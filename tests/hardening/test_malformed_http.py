@@ -1,0 +1,44 @@
+"""A request the HTTP parser refuses gets problem details, as every other refusal does.
+
+The fuzz found it: a Content-Length that is not a number is refused by the server's
+parser before the app sees the request, and uvicorn answered in plain text, which the
+description documents nowhere.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.hardening.stall import connect, read_answer
+from tests.server import ServerProcess
+
+
+@pytest.mark.parametrize(
+    "request_head",
+    [
+        b"GET /api/v1/whoami HTTP/1.1\r\nHost: x\r\nContent-Length: P^_\r\n\r\n",
+        b"GET /api/v1/whoami HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+        b"GET /api/v1/who ami HTTP/1.1\r\nHost: x\r\n\r\n",
+        b"GET /api/v1/whoami HTTP/1.1\r\nHost x\r\n\r\n",
+    ],
+    ids=["content-length not a number", "two content-lengths", "space in target", "no colon"],
+)
+def test_a_request_the_parser_refuses_is_answered_with_problem_details(
+    hardening_server: ServerProcess, request_head: bytes
+) -> None:
+    sock = connect(hardening_server.url)
+    try:
+        sock.sendall(request_head)
+        answer = read_answer(sock)
+    finally:
+        sock.close()
+    assert answer is not None
+    assert answer.status == 400, answer
+    assert answer.headers["content-type"] == "application/problem+json"
+    assert answer.headers["connection"] == "close"
+    problem = json.loads(answer.body)
+    assert problem["status"] == 400
+    assert problem["errors"][0]["member"] == "request"
+    assert "not valid HTTP/1.1" in problem["detail"]
