@@ -13,7 +13,7 @@ from starlette.routing import Match
 from tests.flows import problems, spec
 from tracesets.api import blobs, routes
 from tracesets.api.app import create_app
-from tracesets.api.upload_url import ENDPOINTS, HotRoute
+from tracesets.api.hot import ENDPOINTS, HotRoute
 from tracesets.settings import Settings
 
 BODY = {"name": "hot", "files": [spec("a", b"x")], "workloadMetadata": {"shape": {"rankCount": 8}}}

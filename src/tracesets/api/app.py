@@ -18,7 +18,7 @@ from starlette.requests import ClientDisconnect
 from starlette.routing import Match
 
 from tracesets import web
-from tracesets.api import access, blobs, openapi, render, routes, upload_url
+from tracesets.api import access, blobs, hot, openapi, render, routes
 from tracesets.api.compression import CompressAnswers
 from tracesets.api.guards import (
     OUT_OF_DESCRIPTORS,
@@ -243,7 +243,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(routes.router)
     app.include_router(blobs.router)
     app.include_router(web.router)
-    upload_url.serve_hot_routes(app.router.routes, routes.router, blobs.router)
+    hot.serve_hot_routes(app.router.routes, routes.router, blobs.router)
 
     @app.get("/healthz", tags=["service"], summary="Liveness", operation_id="healthz")
     async def healthz() -> Health:

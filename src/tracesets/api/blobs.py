@@ -111,9 +111,8 @@ async def download_signed_file(
     expires: Expires = None,
     signature: Signature = None,
 ) -> FileResponse:
-    file, path = await run_in_threadpool(
-        transfers.download, traceset_id, idx, expires=expires, signature=signature
-    )
+    signed = transfers.verify("GET", traceset_id, idx, expires, signature)
+    file, path = await run_in_threadpool(transfers.download, signed)
     return FileResponse(
         path, media_type="application/octet-stream", filename=posixpath.basename(file.name)
     )

@@ -1,25 +1,79 @@
-"""Each request of an upload's life after upload-url, as a plain Starlette endpoint.
+"""The requests every rank or job sends once per traceset, as plain Starlette endpoints.
 
-The signed PUT, complete, GET of a traceset and promote are what every rank or job sends
-once per traceset. FastAPI's request handling (solving the dependencies of each request,
-validating parameters that are plain strings) cost about a fifth of their CPU under many
-clients. These endpoints make the same checks, in the order FastAPI made them (its
-dependencies are solved in parameter order: the token and its rate, the scope, the
-traceset id, then the body), with the same functions; their routes' declarations in
-``routes`` and ``blobs`` still describe them (``upload_url.HotRoute``).
+upload-url, the signed PUT, complete, GET of a traceset and promote. FastAPI's request
+handling (solving each request's dependencies, validating parameters that are plain
+strings, the hop to a worker thread and back) cost about two thirds of upload-url's time
+and a fifth of the others' under many clients. These endpoints make the same checks, in
+the order FastAPI made them (its dependencies are solved in parameter order: the token
+and its rate limit, 401 and 429; the scope, 403; the traceset id; then the body's type
+and size, 415 and 413, and headers by their declared constraints), with the same
+functions (``deps``). With local files, upload-url's checks and the service's own run on
+the event loop and only the commit is awaited (``create_upload_on_loop``).
+
+The description is still FastAPI's, generated from each operation's declaration in
+``routes`` and ``blobs`` (its path, methods, parameters and answers): ``HotRoute`` takes
+its path and methods from that declaration and is matched before it, so the declaration
+itself is never called. Errors go to the app's handlers, as any route's do.
 """
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Annotated, Any, Final
 
 from fastapi.concurrency import run_in_threadpool
+from fastapi.exceptions import RequestValidationError
+from fastapi.routing import APIRoute, APIRouter
+from pydantic import TypeAdapter, ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
 
 from tracesets.api import blobs, deps, render, routes
 from tracesets.api.guards import UploadSlots
 from tracesets.service.catalog import TracesetService
+
+#: The header as FastAPI names it in a validation error's location.
+_KEY_HEADER: Final = "idempotency-key"
+#: The declared header's constraints (``routes.IDEMPOTENCY_KEY``), for a value sent.
+_KEY: Final = TypeAdapter(Annotated[str, routes.IDEMPOTENCY_KEY])
+
+
+class HotRoute(Route):
+    """A plain route serving the operation ``documented`` describes (its path and methods)."""
+
+    def __init__(self, documented: APIRoute, endpoint: Any) -> None:
+        super().__init__(documented.path, endpoint, methods=sorted(documented.methods or ()))
+        # Starlette adds HEAD to a GET; the declaration (and so a 405's Allow) has none.
+        self.methods = set(documented.methods or ())
+        self.documented = documented
+
+
+def _idempotency_key(request: Request) -> str | None:
+    value = request.headers.get(_KEY_HEADER)
+    if value is None:
+        return None
+    try:
+        key: str = _KEY.validate_python(value)
+    except ValidationError as exc:
+        raise RequestValidationError(
+            [{**error, "loc": ("header", _KEY_HEADER)} for error in exc.errors()]
+        ) from None
+    return key
+
+
+async def request_upload_urls(request: Request) -> Response:
+    workspace = deps.workspace_of(await deps.authenticate(request), "write")
+    body = await deps.read_body(request)
+    idempotency_key = _idempotency_key(request)
+    base = await deps.base_url(request)
+    service: TracesetService = request.app.state.service
+    if request.app.state.transfers is not None and idempotency_key is None:
+        traceset, uploads = await service.create_upload_on_loop(workspace, body, base)
+    else:  # S3 may start multipart uploads; a key may find an earlier answer to resume
+        traceset, uploads = await run_in_threadpool(
+            service.create_upload, workspace, body, base, idempotency_key
+        )
+    return render.json_response(render.upload_targets(traceset.id, uploads), 201)
 
 
 async def _traceset_of(request: Request, scope: str) -> tuple[TracesetService, str, str]:
@@ -58,19 +112,30 @@ async def upload_file(request: Request) -> Response:
     index = await blobs.file_index(request.path_params["idx"])
     traceset_id, query = request.path_params["traceset_id"], request.query_params
     expires, signature = query.get("expires"), query.get("signature")
-    transfers.verify("PUT", traceset_id, index, expires, signature)
+    signed = transfers.verify("PUT", traceset_id, index, expires, signature)
     slots: UploadSlots = request.app.state.upload_slots
     async with slots.slot():
-        await transfers.receive(
-            traceset_id, index, request.stream(), expires=expires, signature=signature
-        )
+        await transfers.receive(signed, request.stream())
     return render.json_response({"received": True})
 
 
 #: Each endpoint by the operation (FastAPI route name) it serves.
 ENDPOINTS: Final = {
+    "request_upload_urls": request_upload_urls,
     "get_traceset": get_traceset,
     "complete_traceset": complete_traceset,
     "promote_traceset": promote_traceset,
     "upload_file": upload_file,
 }
+
+
+def serve_hot_routes(routes: list[BaseRoute], *declared: APIRouter) -> None:
+    """Serve each hot operation of ``declared`` with its endpoint, ahead of the declaration.
+
+    The declaration stays in its router, where FastAPI describes it; a request matches
+    the hot route first, so the declaration itself is never called.
+    """
+    for router in declared:
+        for route in router.routes:
+            if isinstance(route, APIRoute) and route.name in ENDPOINTS:
+                routes.insert(0, HotRoute(route, ENDPOINTS[route.name]))

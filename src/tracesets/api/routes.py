@@ -55,7 +55,7 @@ FilesLimit = Annotated[
     int, Query(ge=1, le=render.FILES_PAGE_LIMIT, description="Most files a page, 1 to 1,000.")
 ]
 TracesetId = Annotated[str, Depends(checked_traceset_id)]
-#: upload-url's header: read by FastAPI for the description, by api.upload_url to serve.
+#: upload-url's header: read by FastAPI for the description, by api.hot to serve.
 IDEMPOTENCY_KEY: Final = Header(
     min_length=1,
     max_length=255,
@@ -80,7 +80,7 @@ IdempotencyKey = Annotated[str | None, IDEMPOTENCY_KEY]
 async def request_upload_urls(
     workspace: WriteWorkspace, idempotency_key: IdempotencyKey = None
 ) -> None:
-    """The route's parameters, as the description shows them. ``api.upload_url`` serves
+    """The route's parameters, as the description shows them. ``api.hot`` serves
     it, matched ahead of this declaration (``HotRoute``), without FastAPI's request handling."""
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -46,6 +47,20 @@ def _frozen(key: str, status: str) -> Conflict:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Signed:
+    """A file's URL whose signature was checked: only ``LocalTransfers.verify`` makes one,
+    so whatever takes it knows the check was made, once."""
+
+    method: Method
+    traceset_id: str
+    idx: int
+
+    @property
+    def key(self) -> str:
+        return blob_key(self.traceset_id, self.idx)
+
+
 class LocalTransfers:
     def __init__(self, db: Database, store: LocalBlobStore, signer: URLSigner) -> None:
         self.db = db
@@ -54,7 +69,7 @@ class LocalTransfers:
 
     def verify(
         self, method: Method, traceset_id: str, idx: int, expires: str | None, signature: str | None
-    ) -> None:
+    ) -> Signed:
         """403 unless the URL is one the service signed, unexpired: no database read.
 
         An upload checks this before it waits for a slot, so a forged or expired URL is
@@ -62,36 +77,28 @@ class LocalTransfers:
         why = self.signer.verify(method, blob_key(traceset_id, idx), expires, signature)
         if why is not None:
             raise Forbidden.of([Problem("signature", signature, why)])
+        return Signed(method, traceset_id, idx)
 
-    def _signed_file(
-        self, method: Method, traceset_id: str, idx: int, expires: str | None, signature: str | None
-    ) -> file_rows.OneFile:
-        key = blob_key(traceset_id, idx)
-        self.verify(method, traceset_id, idx, expires, signature)
+    def _file(self, signed: Signed) -> file_rows.OneFile:
         with self.db.read() as conn:
-            found = file_rows.one_file(conn, traceset_id=traceset_id, workspace=None, idx=idx)
+            found = file_rows.one_file(
+                conn, traceset_id=signed.traceset_id, workspace=None, idx=signed.idx
+            )
         if found is None:
-            raise _gone(key)
+            raise _gone(signed.key)
         return found
 
-    async def receive(
-        self,
-        traceset_id: str,
-        idx: int,
-        chunks: AsyncIterator[bytes],
-        *,
-        expires: str | None,
-        signature: str | None,
-    ) -> None:
+    async def receive(self, signed: Signed, chunks: AsyncIterator[bytes]) -> None:
+        """Take the body of the signed PUT ``signed`` (``verify``) as its file's bytes."""
+        if signed.method != "PUT":
+            raise ValueError(f"a {signed.method} URL cannot upload")
         if self.db.is_sqlite:
             # A read of SQLite in WAL mode never waits for a writer: cheaper here than a
             # turn of a worker thread, which may all be waiting on other uploads' fsyncs.
-            found = self._signed_file("PUT", traceset_id, idx, expires, signature)
+            found = self._file(signed)
         else:
-            found = await asyncio.to_thread(
-                self._signed_file, "PUT", traceset_id, idx, expires, signature
-            )
-        key, file = blob_key(traceset_id, idx), found.file
+            found = await asyncio.to_thread(self._file, signed)
+        key, file = signed.key, found.file
         if found.status != "pending":
             # Complete: the same bytes again are harmless (checked, then dropped), others refused.
             received = await self.store.receive(None, chunks, size=file.size, sha256=None)
@@ -101,7 +108,7 @@ class LocalTransfers:
         received = await self.store.receive(
             key, chunks, size=file.size, sha256=file.sha256_declared
         )
-        await self._adopt(found.seq, key, idx, received.sha256)
+        await self._adopt(found.seq, key, signed.idx, received.sha256)
 
     async def _adopt(self, seq: int, key: str, idx: int, sha256: str) -> None:
         """Make the bytes just placed the file's, if its traceset is still pending.
@@ -122,12 +129,11 @@ class LocalTransfers:
             self.store.delete(key, sha256)
             raise _frozen(key, status)
 
-    def download(
-        self, traceset_id: str, idx: int, *, expires: str | None, signature: str | None
-    ) -> tuple[StoredFile, Path]:
-        """The file a signed download URL names and where its bytes are."""
-        file = self._signed_file("GET", traceset_id, idx, expires, signature).file
-        key = blob_key(traceset_id, idx)
+    def download(self, signed: Signed) -> tuple[StoredFile, Path]:
+        """The file a signed download URL (``verify``) names and where its bytes are."""
+        if signed.method != "GET":
+            raise ValueError(f"a {signed.method} URL cannot download")
+        file, key = self._file(signed).file, signed.key
         if file.sha256 is None:
             raise _gone(key)
         path = self.store.path(key, file.sha256)
