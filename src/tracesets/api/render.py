@@ -10,7 +10,7 @@ rest; an inspection's lists are cut past ``INSPECTION_LIST_BYTES`` each.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Final
 
 import orjson
@@ -45,9 +45,13 @@ PROBLEM_JSON = "application/problem+json"
 
 
 def timestamp(value: datetime | None) -> str | None:
+    """RFC 3339 in UTC to the millisecond. PostgreSQL hands back times in its session's
+    time zone, which need not be UTC; SQLite's are UTC already (``file_rows.utc``)."""
     if value is None:
         return None
-    return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
+    if value.utcoffset():
+        value = value.astimezone(UTC)
+    return value.isoformat(timespec="milliseconds")[:23] + "Z"
 
 
 def _head(t: TracesetHead) -> dict[str, Any]:

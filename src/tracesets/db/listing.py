@@ -25,8 +25,6 @@ from tracesets.records import (
 )
 from tracesets.vocabulary import ListFilter
 
-# Built once: a statement object is reusable, and building it per call is most of
-
 #: A list's statements, built once with bound parameters: building a statement and its
 #: cache key on each call cost more than running it.
 _FILE_SUMMARIES = (
@@ -146,28 +144,35 @@ def _filtered_rows(
     limit: int,
     before_seq: int | None,
 ) -> list[Row[Any]]:
+    """The page's rows, the lead filter's candidates picked by the database itself.
+
+    A batch of candidates is a subquery (its LIMIT keeps it an index-only scan of the lead
+    filter's index), so no candidate crosses into Python. Only when the other filters drop
+    some of a batch's rows is the batch's extent read, to go on past it.
+    """
     column, value = lead
     batch = max(4 * limit, 200)
     rows: list[Row[Any]] = []
     while len(rows) < limit:
-        candidates = [
-            seq
-            for (seq,) in conn.execute(
-                select(tracesets.c.seq)
-                .where(
-                    tracesets.c.workspace == workspace,
-                    column == value,
-                    *([tracesets.c.seq < before_seq] if before_seq is not None else []),
-                )
-                .order_by(tracesets.c.seq.desc())
-                .limit(batch)
+        candidates = (
+            select(tracesets.c.seq)
+            .where(
+                tracesets.c.workspace == workspace,
+                column == value,
+                *([tracesets.c.seq < before_seq] if before_seq is not None else []),
             )
-        ]
-        if not candidates:
-            break
+            .order_by(tracesets.c.seq.desc())
+            .limit(batch)
+        )
         page = query.where(tracesets.c.seq.in_(candidates)).order_by(tracesets.c.seq.desc())
-        rows.extend(conn.execute(page.limit(limit - len(rows))).all())
-        if len(candidates) < batch:
+        found = conn.execute(page.limit(limit - len(rows))).all()
+        rows.extend(found)
+        if len(rows) >= limit:
             break
-        before_seq = candidates[-1]
+        # Fewer rows than asked: the batch is used up. Go on only if it was full.
+        extent = candidates.subquery()
+        counted, oldest = conn.execute(select(func.count(), func.min(extent.c.seq))).one()
+        if counted < batch:
+            break
+        before_seq = oldest
     return rows
