@@ -17,9 +17,7 @@ from tracesets.api import access, blobs, routes
 
 
 def _is_coroutine(call: Any) -> bool:
-    return inspect.iscoroutinefunction(call) or inspect.iscoroutinefunction(
-        getattr(type(call), "__call__", None)
-    )
+    return inspect.iscoroutinefunction(call) or inspect.iscoroutinefunction(type(call).__call__)
 
 
 def _calls(dependant: Dependant) -> Iterator[tuple[str, Any]]:
