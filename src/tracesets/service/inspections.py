@@ -141,19 +141,28 @@ class InspectionQueue:
     def run_one(self) -> bool:
         """Claim a few files and inspect them; False when there was nothing to do."""
         self._start_heartbeat()
-        now = _utcnow()
-        with self.db.write() as conn:
-            batch = self._claim(conn, now)
-            if not batch:
-                seq = claims.take_up_inspection(conn, now=now)
-                if seq is None:
-                    return False
-                batch = self._claim(conn, now)
-                if not batch and self._join(conn, seq):  # no primary file at all
-                    log.info("inspection %d: checks across ranks run by %s", seq, self.owner)
+        # Committed with the requests' writes (one fsync on SQLite, not one more each):
+        # a claim and a record per traceset, each holding SQLite's only writer through
+        # its own fsync, made every upload and promote of a busy service wait on them.
+        batch = self.db.write_soon(lambda conn: self._claim_or_take_up(conn, _utcnow()))
+        if batch is None:
+            return False
         if batch:
             self._inspect(batch)
         return True
+
+    def _claim_or_take_up(self, conn: Connection, now: datetime) -> list[Claim] | None:
+        """Files to inspect, from a pending inspection taken up if none is running; None
+        when nothing is queued."""
+        batch = self._claim(conn, now)
+        if not batch:
+            seq = claims.take_up_inspection(conn, now=now)
+            if seq is None:
+                return None
+            batch = self._claim(conn, now)
+            if not batch and self._join(conn, seq):  # no primary file at all
+                log.info("inspection %d: checks across ranks run by %s", seq, self.owner)
+        return batch
 
     def _claim(self, conn: Connection, now: datetime) -> list[Claim]:
         return claims.claim_files(
@@ -291,7 +300,8 @@ class InspectionQueue:
         Inspections are locked in seq order, so two recorders never wait on each other."""
         counted: set[Claim] = set()
         joined: list[int] = []
-        with self.db.write() as conn:
+
+        def record(conn: Connection) -> None:
             for seq in sorted({claim.seq for claim, _, _ in outcomes}):
                 if claims.lock_inspection(conn, seq) != "running":
                     continue  # deleted, or finished already
@@ -309,6 +319,8 @@ class InspectionQueue:
                         recorded = True
                 if recorded and claims.unfinished(conn, seq) == 0 and self._join(conn, seq):
                     joined.append(seq)
+
+        self.db.write_soon(record)  # committed with others' writes, as the claim is
         for claim, status, _ in outcomes:
             log.info(
                 "file %s of traceset %s %s by %s (attempt %d)",
