@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 from sqlalchemy import (
     Connection,
@@ -267,6 +267,23 @@ def queue_inspection(conn: Connection, *, seq: int) -> None:
     conn.execute(_QUEUE_INSPECTION, {"b_seq": seq})
 
 
+#: Built once, with bound parameters: building them cost more than running them.
+_FINISH: Final = (
+    update(inspections)
+    .where(inspections.c.traceset_seq == bindparam("seq"))
+    .values(
+        status=bindparam("outcome"),
+        ok=bindparam("verdict"),
+        consistent=bindparam("agreed"),
+        result=bindparam("found"),
+        finished_at=bindparam("now"),
+    )
+)
+_DROP_RANKS: Final = delete(inspection_ranks).where(
+    inspection_ranks.c.traceset_seq == bindparam("seq")
+)
+
+
 def finish_inspection(
     conn: Connection,
     *,
@@ -280,13 +297,17 @@ def finish_inspection(
 ) -> None:
     """Record an inspection's result, and every trace's figures in rank order."""
     conn.execute(
-        update(inspections)
-        .where(inspections.c.traceset_seq == seq)
-        .values(
-            status=status, ok=ok, consistent=consistent, result=result.decode(), finished_at=now
-        )
+        _FINISH,
+        {
+            "seq": seq,
+            "outcome": status,
+            "verdict": ok,
+            "agreed": consistent,
+            "found": result.decode(),
+            "now": now,
+        },
     )
-    conn.execute(delete(inspection_ranks).where(inspection_ranks.c.traceset_seq == seq))
+    conn.execute(_DROP_RANKS, {"seq": seq})
     if ranks:
         conn.execute(
             insert(inspection_ranks),
