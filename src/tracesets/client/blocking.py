@@ -96,9 +96,12 @@ class BlockingIO(ClientCore):
     def _fetch(self, call: Call[T]) -> T:
         args = self._request_args(call)
         plain = self._plain
-        if plain is not None and _plain_get(call) and self.url.startswith("http://"):
-            url, headers = self.url + call.path, args["headers"]
-            response = self._tries(lambda: plain.get(url, headers), call.what)
+        if plain is not None and not call.params and self.url.startswith("http://"):
+            url, headers, body = self.url + call.path, args["headers"], args["content"]
+            timeout = args["timeout"].read if "timeout" in args else None
+            response = self._tries(
+                lambda: plain.request(call.method, url, headers, body, timeout=timeout), call.what
+            )
         else:
             response = self._send(lambda: self._http.build_request(**args), call.what)
         return self._answer(call, response)
@@ -138,7 +141,9 @@ class BlockingIO(ClientCore):
     def _fetch_bytes(self, fetch: Fetch) -> Path:
         plain = self._plain
         if plain is not None and fetch.url.scheme == "http":
-            response = self._tries(lambda: plain.get(fetch.url, {}, stream=True), fetch.what)
+            response = self._tries(
+                lambda: plain.request("GET", fetch.url, {}, stream=True), fetch.what
+            )
         else:
             response = self._send(
                 lambda: self._http.build_request("GET", fetch.url), fetch.what, stream=True
@@ -241,12 +246,6 @@ class BlockingIO(ClientCore):
         except _Cancelled:
             return
         sending.check(response)
-
-
-def _plain_get(call: Call[Any]) -> bool:
-    """A GET that ``http.client`` sends as httpx would: no body, no query, the client's
-    own timeout (a redirect to a file's bytes, whoami, a traceset's first page)."""
-    return call.method == "GET" and call.body is None and not call.params and call.timeout is None
 
 
 class _Running:

@@ -1,14 +1,16 @@
 """Requests to plain http:// URLs on Python's own ``http.client``, on kept-alive
 connections shared by the client's threads (one each at a time): PUTs with the file's
-bytes handed to the kernel (``sendfile``), and the GETs of a download.
+bytes handed to the kernel (``sendfile``), the GETs of a download, and the API's
+requests that have no query (an upload's, whoami, a traceset's first page).
 
 Through httpx every MiB is read into Python and passed through httpcore and h11. Sending
 128 MiB in 64 PUTs from 8 threads to a loopback sink took 0.09 to 0.12 s of CPU that way
 and 0.03 to 0.05 s with ``sendfile`` (bench/README): CPU the service needs on the same
 cores. A small request costs httpx about 0.5 ms of CPU and ``http.client`` 0.15 to 0.25
 (answer included): a download of many small files makes two each (the redirect, the
-bytes). https:// URLs (S3's), a proxy, and a transport given for tests go through httpx
-as before.
+bytes). And httpx's own transport (httpcore, h11, anyio: 15 to 40 ms to load) is then
+not loaded at all for a plain http:// service. https:// URLs (S3's), a request with a
+query, a proxy, and a transport given for tests go through httpx as before.
 
 The answer is an ``httpx.Response`` and a failure to reach the server an
 ``httpx.TransportError``, so retries, rewinds and the checks of the answer are the same
@@ -95,10 +97,18 @@ class PlainHttp:
             request=httpx.Request("PUT", url),
         )
 
-    def get(
-        self, url: str | httpx.URL, headers: Mapping[str, str], *, stream: bool = False
+    def request(
+        self,
+        method: str,
+        url: str | httpx.URL,
+        headers: Mapping[str, str],
+        body: bytes | None = None,
+        *,
+        timeout: float | None = None,
+        stream: bool = False,
     ) -> httpx.Response:
-        """GET ``url``; with ``stream``, the body is read as the answer's
+        """``method`` ``url`` with ``body``, waiting ``timeout`` seconds (the client's own
+        unless given) for each read; with ``stream``, the answer's body is read as its
         ``iter_bytes()`` goes (the connection is kept once it is read whole). An
         ``httpx.URL`` is not parsed again for the answer's request (a signed URL is long)."""
         target = urlsplit(str(url))
@@ -106,20 +116,25 @@ class PlainHttp:
         address = (target.hostname or "", target.port or 80)
         connection = self._take(address)
         try:
-            connection.putrequest("GET", where, skip_accept_encoding=True)
+            _wait_at_most(connection, self._timeout if timeout is None else timeout)
+            connection.putrequest(method, where, skip_accept_encoding=True)
             for name, value in {**self._headers, **headers}.items():
                 connection.putheader(name, value)
-            connection.endheaders()
+            if body is not None:
+                connection.putheader("Content-Length", str(len(body)))
+            connection.endheaders(body)
             answer = connection.getresponse()
             if not stream:
-                body = answer.read()
+                content = answer.read()
         except (OSError, http.client.HTTPException) as exc:
             connection.close()
             raise _transport_error(exc, httpx.ReadError) from exc
         except BaseException:
             connection.close()
             raise
-        request = httpx.Request("GET", url)
+        if timeout is not None:
+            _wait_at_most(connection, self._timeout)
+        request = httpx.Request(method, url)
         if stream:
             body_stream = _Body(answer, lambda: self._give_back(address, connection, answer))
             return httpx.Response(
@@ -127,7 +142,7 @@ class PlainHttp:
             )
         self._give_back(address, connection, answer)
         return httpx.Response(
-            answer.status, headers=answer.getheaders(), content=body, request=request
+            answer.status, headers=answer.getheaders(), content=content, request=request
         )
 
     def _give_back(
@@ -215,6 +230,13 @@ class _Body(httpx.SyncByteStream):
 
     def close(self) -> None:
         self._done()
+
+
+def _wait_at_most(connection: http.client.HTTPConnection, seconds: float) -> None:
+    """Each read (and a connection still to open) waits at most ``seconds``."""
+    connection.timeout = seconds
+    if connection.sock is not None:
+        connection.sock.settimeout(seconds)
 
 
 def _closed_by_server(sock: socket.socket) -> bool:

@@ -1,9 +1,10 @@
-"""A download from a plain http:// service goes on ``http.client``'s kept connections, and
-fails, retries and checks as the download through httpx does.
+"""A download from a plain http:// service, and the API's requests without a query, go on
+``http.client``'s kept connections, and fail, retry and check as through httpx.
 
 A small HTTP server on loopback plays the service and its store: a file's route answers
 307 to the file's signed URL, which answers the bytes, or as its script says: 503, the
-body cut short with the connection closed, or 404 with problem details.
+body cut short with the connection closed, or 404 with problem details. add-files
+answers as its script says too (503, then 201), and keeps the bodies it was sent.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ class Service:
         self.redirects = 0
         self.reads = 0
         self.headers: list[dict[str, str]] = []
+        self.bodies: list[bytes] = []
         self.lock = threading.Lock()
         self.server = socket.create_server(("127.0.0.1", 0))
         self.port = self.server.getsockname()[1]
@@ -57,14 +59,29 @@ class Service:
                 while (header := reading.readline()) not in (b"\r\n", b""):
                     name, _, value = header.decode().partition(":")
                     headers[name.strip().lower()] = value.strip()
+                body = reading.read(int(headers.get("content-length", 0)))
                 with self.lock:
                     self.headers.append(headers)
+                    self.bodies.append(body)
                 if not self._answer(peer, target):
                     return
 
     def _answer(self, peer: socket.socket, target: str) -> bool:
         """Answer one request; ``False`` once the connection is closed."""
-        name = target.split("?")[0].rsplit("/", 1)[-1]
+        name = target.split("?", maxsplit=1)[0].rsplit("/", 1)[-1]
+        if target.endswith("/t/files"):  # add-files
+            with self.lock:
+                action = self.script.pop(0) if self.script else "ok"
+            answer = b'{"tracesetId": "t", "uploads": []}'
+            status = b"503 Busy\r\nRetry-After: 0" if action == "503" else b"201 Created"
+            peer.sendall(
+                b"HTTP/1.1 "
+                + status
+                + b"\r\nContent-Type: application/json\r\n"
+                + f"Content-Length: {len(answer)}\r\n\r\n".encode()
+                + answer
+            )
+            return True
         if "/api/v1/tracesets/" in target:
             with self.lock:
                 self.redirects += 1
@@ -158,7 +175,7 @@ def test_reads_cut_every_time_end_in_a_clear_error_and_no_file(
     tmp_path: Path, service_of: list[Service]
 ) -> None:
     service = started(service_of, ["cut"] * 3)
-    with pytest.raises(ClientError, match="download rank0.bin: no answer"):
+    with pytest.raises(ClientError, match=r"download rank0\.bin: no answer"):
         fetch(service, "rank0.bin", tmp_path)
     assert service.reads == 3  # the first try and two retries
     assert list(tmp_path.iterdir()) == []
@@ -171,3 +188,20 @@ def test_a_refusal_is_the_stores_problem_details(tmp_path: Path, service_of: lis
     assert refused.value.status == 404
     assert "no such file" in str(refused.value)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_request_with_a_body_goes_whole_and_is_sent_again_after_a_503(
+    service_of: list[Service],
+) -> None:
+    service = started(service_of, ["503"])
+    entry = {"name": "rank9.bin", "size": 5, "role": "primary", "sha256": "a" * 64}
+    with client(service) as adding:
+        answer = adding.add_files("t", [entry])
+        assert answer.tracesetId == "t" and answer.uploads == []
+        assert adding._http._transport._plain is None  # type: ignore[attr-defined]
+    assert len(service.bodies) == 2 and service.bodies[0] == service.bodies[1]
+    assert json.loads(service.bodies[1]) == {"files": [entry]}
+    sent = service.headers[1]
+    assert sent["content-type"] == "application/json"
+    assert sent["content-length"] == str(len(service.bodies[1]))
+    assert service.connections == 1
