@@ -4,11 +4,12 @@
 A small HTTP server on loopback plays the service and its store: a file's route answers
 307 to the file's signed URL, which answers the bytes, or as its script says: 503, the
 body cut short with the connection closed, or 404 with problem details. add-files
-answers as its script says too (503, then 201), and keeps the bodies it was sent.
+answers as its script says too (503, then 201, gzipped), and keeps the bodies it was sent.
 """
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import socket
@@ -72,12 +73,12 @@ class Service:
         if target.endswith("/t/files"):  # add-files
             with self.lock:
                 action = self.script.pop(0) if self.script else "ok"
-            answer = b'{"tracesetId": "t", "uploads": []}'
+            answer = gzip.compress(b'{"tracesetId": "t", "uploads": []}')
             status = b"503 Busy\r\nRetry-After: 0" if action == "503" else b"201 Created"
             peer.sendall(
                 b"HTTP/1.1 "
                 + status
-                + b"\r\nContent-Type: application/json\r\n"
+                + b"\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n"
                 + f"Content-Length: {len(answer)}\r\n\r\n".encode()
                 + answer
             )
@@ -202,6 +203,7 @@ def test_a_request_with_a_body_goes_whole_and_is_sent_again_after_a_503(
     assert len(service.bodies) == 2 and service.bodies[0] == service.bodies[1]
     assert json.loads(service.bodies[1]) == {"files": [entry]}
     sent = service.headers[1]
+    assert sent["accept-encoding"] == "gzip, deflate"  # as httpx's; the answer came gzipped
     assert sent["content-type"] == "application/json"
     assert sent["content-length"] == str(len(service.bodies[1]))
     assert service.connections == 1

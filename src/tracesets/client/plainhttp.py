@@ -35,6 +35,8 @@ from tracesets.client.errors import ClientError
 
 #: Bytes handed to ``sendfile`` at a time: the progress moves, and Ctrl-C is heard, between.
 BLOCK: Final = 1024 * 1024
+#: What httpx accepts, and decodes: the answer is an ``httpx.Response``, which decodes it.
+ACCEPTED: Final = {"Accept-Encoding": "gzip, deflate"}
 
 
 def usable() -> bool:
@@ -118,7 +120,7 @@ class PlainHttp:
         try:
             _wait_at_most(connection, self._timeout if timeout is None else timeout)
             connection.putrequest(method, where, skip_accept_encoding=True)
-            for name, value in {**self._headers, **headers}.items():
+            for name, value in {**ACCEPTED, **self._headers, **headers}.items():
                 connection.putheader(name, value)
             if body is not None:
                 connection.putheader("Content-Length", str(len(body)))
