@@ -10,7 +10,9 @@ loopback. Then, alternating, into a fresh empty folder each time:
 - one ``curl --parallel --parallel-max 8 -L`` process asking the same ``files/{name}``
   route for every file and following its redirect: the same requests, no checking.
 
-The ratio is the command's median time over curl's: 1.0 means as fast as curl.
+The ratio is the command's median time over curl's: 1.0 means as fast as curl. Beside
+the times: the command's CPU seconds (user + sys), and the service's for each side (both
+ask it the same requests; on 2 cores the client's CPU and the service's compete).
 
     .venv/bin/python bench/download.py [--files N] [--size-kb K] [--runs N]
 """
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -43,12 +46,26 @@ def make_directory(root: Path, files: int, size: int) -> None:
         (root / f"rank-{rank:05d}.pt.trace.json").write_bytes(os.urandom(size))
 
 
-def run_command(base: str, traceset_id: str, dest: Path) -> float:
+def children_cpu() -> float:
+    """CPU seconds (user + sys) of this process's finished children so far."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def process_cpu(pid: int) -> float:
+    """CPU seconds (user + sys) a running process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run_command(base: str, traceset_id: str, dest: Path, cpu: list[float]) -> float:
     env = {**os.environ, "TRACESETS_URL": base, "TRACESETS_TOKEN": TOKEN}
     argv = [str(VENV_BIN / "tracesets"), "download", traceset_id, "--dest", str(dest)]
+    cpu_before = children_cpu()
     started = time.perf_counter()
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=3600, check=False)
     took = time.perf_counter() - started
+    cpu.append(children_cpu() - cpu_before)
     if done.returncode != 0:
         raise RuntimeError(f"tracesets download exited {done.returncode}: {done.stderr[-2000:]}")
     return took
@@ -93,7 +110,7 @@ def main() -> None:
         make_directory(workdir / "traces", args.files, args.size_kb * 1000)
         port = free_port()
         base = f"http://{LOOPBACK}:{port}"
-        stack.enter_context(
+        service = stack.enter_context(
             running(
                 service_argv(port, workdir / "service"),
                 ready_url=f"{base}/healthz",
@@ -107,17 +124,24 @@ def main() -> None:
             )
         names = [f.name for f in traceset.files]
         seconds: dict[str, list[float]] = {"tracesets": [], "curl": []}
+        served: dict[str, list[float]] = {"tracesets": [], "curl": []}
+        cpu: list[float] = []
         for run in range(1, args.runs + 1):
             for name, times in seconds.items():
                 dest = workdir / f"{name}-{run}"
+                service_before = process_cpu(service.pid)
                 took = (
-                    run_command(base, traceset.id, dest)
+                    run_command(base, traceset.id, dest, cpu)
                     if name == "tracesets"
                     else run_curl(curl, base, traceset.id, names, dest)
                 )
+                served[name].append(process_cpu(service.pid) - service_before)
                 shutil.rmtree(dest)
                 times.append(took)
-                print(f"  run {run}  {name:<9}  {took:6.2f} s", flush=True)
+                print(
+                    f"  run {run}  {name:<9}  {took:6.2f} s  service CPU {served[name][-1]:.2f} s",
+                    flush=True,
+                )
 
     command = statistics.median(seconds["tracesets"])
     baseline = statistics.median(seconds["curl"])
@@ -129,6 +153,15 @@ def main() -> None:
         f"curl --parallel     {baseline:6.2f} s  {total / baseline / 1e6:6.1f} MB/s (median; "
         f"redirects and reads, {PARALLEL} at a time)"
     )
+    print(
+        f"tracesets download CPU (user + sys) {statistics.median(cpu):.2f} s (median; "
+        f"min {min(cpu):.2f}, max {max(cpu):.2f})"
+    )
+    for name, times in seconds.items():
+        print(
+            f"  {name} spread: min {min(times):.2f} s, max {max(times):.2f} s; service CPU "
+            f"{statistics.median(served[name]):.2f} s (median)"
+        )
     print(f"ratio tracesets/curl: {command / baseline:.2f}  (1.0 = as fast as curl)")
 
 

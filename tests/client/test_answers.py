@@ -119,7 +119,7 @@ def test_an_answer_the_reader_cannot_read_is_a_clear_error(body: bytes) -> None:
     assert protocol.plain({"a": 1}) == {"a": 1}
 
 
-def test_an_upload_from_a_script_imports_neither_pydantic_nor_richs_console(
+def test_an_upload_from_a_script_imports_neither_pydantic_nor_richs_console_nor_httpcore(
     server: ServerProcess, workspace_token: str, tmp_path: Path
 ) -> None:
     run = tmp_path / "run"
@@ -134,6 +134,7 @@ def test_an_upload_from_a_script_imports_neither_pydantic_nor_richs_console(
         "finally:\n"
         "    print('pydantic imported:', 'pydantic' in sys.modules, file=sys.stderr)\n"
         "    print('rich console imported:', 'rich.console' in sys.modules, file=sys.stderr)\n"
+        "    print('httpcore imported:', 'httpcore' in sys.modules, file=sys.stderr)\n"
     )
     env = {k: v for k, v in os.environ.items() if k not in TERMINAL_VARIABLES}
     env |= {"TRACESETS_URL": server.url, "TRACESETS_TOKEN": workspace_token}
@@ -148,6 +149,7 @@ def test_an_upload_from_a_script_imports_neither_pydantic_nor_richs_console(
     assert done.returncode == 0, done.stderr[-2000:]
     assert "pydantic imported: False" in done.stderr
     assert "rich console imported: False" in done.stderr  # stderr is no terminal here
+    assert "httpcore imported: False" in done.stderr  # every request on http.client
     printed = jsontext.loads(done.stdout)
     assert printed["status"] == "ready" and printed["fileCount"] == 1
     assert printed["createdAt"].endswith("Z")

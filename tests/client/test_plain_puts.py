@@ -115,7 +115,7 @@ def client() -> Client:
     made = Client(
         "http://127.0.0.1:1", "a-token", concurrency=1, retry=RetryPolicy(retries=2, backoff=0)
     )
-    assert made._plain_puts is not None
+    assert made._plain is not None
     return made
 
 
@@ -200,6 +200,6 @@ def answered(request: httpx.Request) -> httpx.Response:
 def test_with_a_proxy_set_puts_go_through_httpx(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("http_proxy", "http://127.0.0.1:3128")
     with Client("http://127.0.0.1:1", "a-token") as proxied:
-        assert proxied._plain_puts is None
+        assert proxied._plain is None
     with Client("http://127.0.0.1:1", "a-token", transport=httpx.MockTransport(answered)) as mocked:
-        assert mocked._plain_puts is None
+        assert mocked._plain is None

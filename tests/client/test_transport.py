@@ -1,4 +1,5 @@
-"""The blocking client sets up TLS only for https:// URLs, and then verifies as httpx does."""
+"""The blocking client sets up TLS only for https:// URLs, and then verifies as httpx does;
+httpx's plain transport only when httpx is asked for an http:// URL."""
 
 from __future__ import annotations
 
@@ -50,6 +51,7 @@ def test_plain_http_answers_without_a_tls_transport(plain_url: str) -> None:
     with Client(plain_url, "a-token") as client:
         assert client.whoami().workspace == "w"
         assert _scheme_transport(client)._tls is None
+        assert _scheme_transport(client)._plain is None  # whoami went on http.client
 
 
 def test_https_gets_a_verifying_transport_on_first_use(plain_url: str) -> None:
@@ -68,7 +70,8 @@ def test_https_gets_a_verifying_transport_on_first_use(plain_url: str) -> None:
 
 def test_the_plain_transport_can_verify_no_server() -> None:
     transport = SchemeTransport(httpx.Limits())
-    context = transport._plain._pool._ssl_context
+    assert transport._plain is None  # made on first use
+    context = transport._insecure()._pool._ssl_context
     assert context is not None
     assert context.verify_mode == ssl.CERT_REQUIRED
     assert context.cert_store_stats()["x509_ca"] == 0

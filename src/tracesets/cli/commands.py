@@ -261,7 +261,7 @@ def download(
     """Download a traceset's files, each checked against its sha256; files already there
     whole are skipped, so running it again resumes. Prints a summary."""
     with options.client(url, token, concurrency=concurrency) as client:
-        traceset = client.get_traceset(traceset_id)
+        traceset = client.get_traceset_answer(traceset_id)  # no pydantic on a download's way
         chosen = choose(traceset.files, names)
         total = sum(f.size for f in chosen)
         with display("downloading", "downloaded", len(chosen), total, hashing=False) as shown:

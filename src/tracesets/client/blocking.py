@@ -16,7 +16,7 @@ import httpx
 from tracesets.client.core import ClientCore
 from tracesets.client.errors import ClientError
 from tracesets.client.files import Download, LocalFile, Put, hash_file
-from tracesets.client.plainput import PlainPuts
+from tracesets.client.plainhttp import PlainHttp
 from tracesets.client.progress import ProgressCounter
 from tracesets.client.steps import (
     HASH_AHEAD_THREADS,
@@ -48,8 +48,9 @@ class BlockingIO(ClientCore):
     """The I/O of the steps ``ClientCore``'s flows ask for."""
 
     _http: httpx.Client
-    #: PUTs to http:// URLs sent with ``sendfile``; ``None``: every PUT through httpx.
-    _plain_puts: PlainPuts | None = None
+    #: PUTs (by ``sendfile``) and plain GETs to http:// URLs on ``http.client``; ``None``:
+    #: every request through httpx.
+    _plain: PlainHttp | None = None
 
     # -- performing the core's steps -------------------------------------------------------
 
@@ -94,7 +95,15 @@ class BlockingIO(ClientCore):
 
     def _fetch(self, call: Call[T]) -> T:
         args = self._request_args(call)
-        response = self._send(lambda: self._http.build_request(**args), call.what)
+        plain = self._plain
+        if plain is not None and not call.params and self.url.startswith("http://"):
+            url, headers, body = self.url + call.path, args["headers"], args["content"]
+            timeout = args["timeout"].read if "timeout" in args else None
+            response = self._tries(
+                lambda: plain.request(call.method, url, headers, body, timeout=timeout), call.what
+            )
+        else:
+            response = self._send(lambda: self._http.build_request(**args), call.what)
         return self._answer(call, response)
 
     def _send(
@@ -130,9 +139,15 @@ class BlockingIO(ClientCore):
             time.sleep(kept)
 
     def _fetch_bytes(self, fetch: Fetch) -> Path:
-        response = self._send(
-            lambda: self._http.build_request("GET", fetch.url), fetch.what, stream=True
-        )
+        plain = self._plain
+        if plain is not None and fetch.url.scheme == "http":
+            response = self._tries(
+                lambda: plain.request("GET", fetch.url, {}, stream=True), fetch.what
+            )
+        else:
+            response = self._send(
+                lambda: self._http.build_request("GET", fetch.url), fetch.what, stream=True
+            )
         sink = Download(fetch.target, fetch.sha256)
         try:
             if response.status_code != 200:
@@ -194,8 +209,8 @@ class BlockingIO(ClientCore):
 
     def _put(self, put: Put, counter: ProgressCounter, abort: threading.Event) -> None:
         sending = Sending(put, counter)
-        if self._plain_puts is not None and put.url.startswith("http://"):
-            plain = self._plain_puts
+        if self._plain is not None and put.url.startswith("http://"):
+            plain = self._plain
 
             def moved(count: int) -> None:
                 if abort.is_set():

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Self, TypeVar, Unpack
 
 import httpx
 
-from tracesets.client import plainput, protocol
+from tracesets.client import plainhttp, protocol
 from tracesets.client.answers import (
     TracesetAnswer,
     as_file,
@@ -30,7 +30,7 @@ from tracesets.client.files import (
     PathLike,
     collect,
 )
-from tracesets.client.plainput import PlainPuts
+from tracesets.client.plainhttp import PlainHttp
 from tracesets.client.progress import FilesCallback, ProgressCallback
 from tracesets.client.retry import RetryPolicy
 from tracesets.client.state import UploadState
@@ -85,8 +85,8 @@ class Client(BlockingIO):
         self._http = httpx.Client(
             transport=transport or SchemeTransport(settings["limits"]), **settings
         )
-        if transport is None and plainput.usable():
-            self._plain_puts = PlainPuts(timeout, {"User-Agent": USER_AGENT})
+        if transport is None and plainhttp.usable():
+            self._plain = PlainHttp(timeout, {"User-Agent": USER_AGENT})
 
     def __enter__(self) -> Self:
         return self
@@ -101,8 +101,8 @@ class Client(BlockingIO):
 
     def close(self) -> None:
         self._http.close()
-        if self._plain_puts is not None:
-            self._plain_puts.close()
+        if self._plain is not None:
+            self._plain.close()
 
     # -- the API ---------------------------------------------------------------------------
 
@@ -309,7 +309,11 @@ class Client(BlockingIO):
 
     def get_traceset(self, traceset_id: str) -> Traceset:
         """The traceset with every one of its files, fetched page after page past the first."""
-        return as_traceset(self._run(self._get_flow(traceset_id)))
+        return as_traceset(self.get_traceset_answer(traceset_id))
+
+    def get_traceset_answer(self, traceset_id: str) -> TracesetAnswer:
+        """``get_traceset``, the traceset read without pydantic (see ``upload_plan_answer``)."""
+        return self._run(self._get_flow(traceset_id))
 
     def iter_files(self, traceset_id: str, cursor: str | None = None) -> Iterator[TracesetFile]:
         """A traceset's files in index order (from ``cursor`` on, if given), one page of up
@@ -363,14 +367,14 @@ class Client(BlockingIO):
 
     def download_traceset(
         self,
-        traceset: str | Traceset,
+        traceset: str | Traceset | TracesetAnswer,
         dest: PathLike = ".",
         *,
         names: Iterable[str] | None = None,
         progress: ProgressCallback | None = None,
     ) -> DownloadSummary:
         """Every file of a traceset (or those ``names``) into ``dest`` by relative path,
-        ``traceset`` its id or the whole ``Traceset`` (from ``get_traceset``), fetched
+        ``traceset`` its id or the whole traceset (from ``get_traceset``), fetched
         ``concurrency`` at a time, each checked against its sha256.
 
         Files already there whole are skipped, so running it again resumes; anything else

@@ -1,9 +1,11 @@
-"""The blocking client's transport: TLS set up only when an https:// URL is first asked for.
+"""The blocking client's transport: each made only when a URL of its scheme is first asked for.
 
 httpx's own transport builds a verifying TLS context (loading certifi's CA bundle, 35 to 45 ms
 of CPU) when the client is made, whatever the scheme. A service on plain http:// with its
 files on the local store never needs it; one whose uploads go to https:// S3 URLs pays
-for it once, at the first such request.
+for it once, at the first such request. The plain transport loads httpcore (15 to 40 ms),
+which the client's own plain requests (``plainhttp``) do without: it too is made when
+httpx is first asked for an http:// URL (a request with a query, say).
 """
 
 from __future__ import annotations
@@ -26,14 +28,20 @@ class SchemeTransport(httpx.BaseTransport):
 
     def __init__(self, limits: httpx.Limits) -> None:
         self._limits = limits
-        self._plain = httpx.HTTPTransport(verify=_trusts_nothing(), limits=limits)
+        self._plain: httpx.HTTPTransport | None = None
         self._tls: httpx.HTTPTransport | None = None
         self._lock = threading.Lock()
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         if request.url.scheme == "http":
-            return self._plain.handle_request(request)
+            return self._insecure().handle_request(request)
         return self._secure().handle_request(request)
+
+    def _insecure(self) -> httpx.HTTPTransport:
+        with self._lock:
+            if self._plain is None:
+                self._plain = httpx.HTTPTransport(verify=_trusts_nothing(), limits=self._limits)
+            return self._plain
 
     def _secure(self) -> httpx.HTTPTransport:
         with self._lock:
@@ -42,7 +50,7 @@ class SchemeTransport(httpx.BaseTransport):
             return self._tls
 
     def close(self) -> None:
-        self._plain.close()
         with self._lock:
-            if self._tls is not None:
-                self._tls.close()
+            for transport in (self._plain, self._tls):
+                if transport is not None:
+                    transport.close()

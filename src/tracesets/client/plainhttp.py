@@ -1,11 +1,16 @@
-"""PUTs to plain http:// URLs with the file's bytes handed to the kernel (``sendfile``),
-on kept-alive connections shared by the sending threads (one each at a time).
+"""Requests to plain http:// URLs on Python's own ``http.client``, on kept-alive
+connections shared by the client's threads (one each at a time): PUTs with the file's
+bytes handed to the kernel (``sendfile``), the GETs of a download, and the API's
+requests that have no query (an upload's, whoami, a traceset's first page).
 
 Through httpx every MiB is read into Python and passed through httpcore and h11. Sending
 128 MiB in 64 PUTs from 8 threads to a loopback sink took 0.09 to 0.12 s of CPU that way
 and 0.03 to 0.05 s with ``sendfile`` (bench/README): CPU the service needs on the same
-cores. https:// URLs (S3's), a proxy, and a transport given for tests go through httpx
-as before.
+cores. A small request costs httpx about 0.5 ms of CPU and ``http.client`` 0.15 to 0.25
+(answer included): a download of many small files makes two each (the redirect, the
+bytes). And httpx's own transport (httpcore, h11, anyio: 15 to 40 ms to load) is then
+not loaded at all for a plain http:// service. https:// URLs (S3's), a request with a
+query, a proxy, and a transport given for tests go through httpx as before.
 
 The answer is an ``httpx.Response`` and a failure to reach the server an
 ``httpx.TransportError``, so retries, rewinds and the checks of the answer are the same
@@ -19,7 +24,7 @@ import select
 import socket
 import threading
 import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Final
 from urllib.parse import urlsplit
@@ -30,6 +35,8 @@ from tracesets.client.errors import ClientError
 
 #: Bytes handed to ``sendfile`` at a time: the progress moves, and Ctrl-C is heard, between.
 BLOCK: Final = 1024 * 1024
+#: What httpx accepts, and decodes: the answer is an ``httpx.Response``, which decodes it.
+ACCEPTED: Final = {"Accept-Encoding": "gzip, deflate"}
 
 
 def usable() -> bool:
@@ -40,10 +47,10 @@ def usable() -> bool:
 Address = tuple[str, int]
 
 
-class PlainPuts:
-    """PUTs on plain HTTP/1.1 connections: each PUT takes an idle one to its server (or
-    opens one) and gives it back after a whole answer, so no more stay open than PUTs
-    ran at once, however many uploads the client makes."""
+class PlainHttp:
+    """Requests on plain HTTP/1.1 connections: each takes an idle one to its server (or
+    opens one) and gives it back after a whole answer, so no more stay open than
+    requests ran at once, however many uploads and downloads the client makes."""
 
     def __init__(self, timeout: float, headers: Mapping[str, str]) -> None:
         self._timeout = timeout
@@ -84,17 +91,75 @@ class PlainPuts:
         except BaseException:
             connection.close()  # half a body went: the connection cannot be reused
             raise
-        if answer.will_close:
-            connection.close()
-        else:
-            with self._lock:
-                self._idle.setdefault(address, []).append(connection)
+        self._give_back(address, connection, answer)
         return httpx.Response(
             answer.status,
             headers=answer.getheaders(),
             content=body,
             request=httpx.Request("PUT", url),
         )
+
+    def request(
+        self,
+        method: str,
+        url: str | httpx.URL,
+        headers: Mapping[str, str],
+        body: bytes | None = None,
+        *,
+        timeout: float | None = None,
+        stream: bool = False,
+    ) -> httpx.Response:
+        """``method`` ``url`` with ``body``, waiting ``timeout`` seconds (the client's own
+        unless given) for each read; with ``stream``, the answer's body is read as its
+        ``iter_bytes()`` goes (the connection is kept once it is read whole). An
+        ``httpx.URL`` is not parsed again for the answer's request (a signed URL is long)."""
+        target = urlsplit(str(url))
+        where = (target.path or "/") + (f"?{target.query}" if target.query else "")
+        address = (target.hostname or "", target.port or 80)
+        connection = self._take(address)
+        try:
+            _wait_at_most(connection, self._timeout if timeout is None else timeout)
+            connection.putrequest(method, where, skip_accept_encoding=True)
+            for name, value in {**ACCEPTED, **self._headers, **headers}.items():
+                connection.putheader(name, value)
+            if body is not None:
+                connection.putheader("Content-Length", str(len(body)))
+            connection.endheaders(body)
+            answer = connection.getresponse()
+            if not stream:
+                content = answer.read()
+        except (OSError, http.client.HTTPException) as exc:
+            connection.close()
+            raise _transport_error(exc, httpx.ReadError) from exc
+        except BaseException:
+            connection.close()
+            raise
+        if timeout is not None:
+            _wait_at_most(connection, self._timeout)
+        request = httpx.Request(method, url)
+        if stream:
+            body_stream = _Body(answer, lambda: self._give_back(address, connection, answer))
+            return httpx.Response(
+                answer.status, headers=answer.getheaders(), stream=body_stream, request=request
+            )
+        self._give_back(address, connection, answer)
+        return httpx.Response(
+            answer.status, headers=answer.getheaders(), content=content, request=request
+        )
+
+    def _give_back(
+        self,
+        address: Address,
+        connection: http.client.HTTPConnection,
+        answer: http.client.HTTPResponse,
+    ) -> None:
+        """A connection whose answer was read whole kept for the next request; closed if
+        the server closes it or the answer was left unread."""
+        if answer.will_close or not answer.isclosed():
+            connection.close()
+            return
+        with self._lock:
+            self._idle.setdefault(address, []).append(connection)
 
     def _request(
         self,
@@ -142,6 +207,38 @@ class PlainPuts:
                 for connection in connections:
                     connection.close()
             self._idle.clear()
+
+
+class _Body(httpx.SyncByteStream):
+    """A streamed answer's body, read in blocks; its connection given back once it is
+    read whole (``done``), closed if it is left unread or breaks."""
+
+    def __init__(self, answer: http.client.HTTPResponse, done: Callable[[], None]) -> None:
+        self._answer = answer
+        self._done = done
+
+    def __iter__(self) -> Iterator[bytes]:
+        try:
+            while block := self._answer.read1(BLOCK):
+                yield block
+        except (OSError, http.client.HTTPException) as exc:
+            self._answer.close()
+            raise _transport_error(exc, httpx.ReadError) from exc
+        if self._answer.length:  # the server closed before its Content-Length was sent
+            raise httpx.RemoteProtocolError(
+                f"the answer ended {self._answer.length:,} bytes short of its length"
+            )
+        self._answer.close()  # read whole: its connection can carry the next request
+
+    def close(self) -> None:
+        self._done()
+
+
+def _wait_at_most(connection: http.client.HTTPConnection, seconds: float) -> None:
+    """Each read (and a connection still to open) waits at most ``seconds``."""
+    connection.timeout = seconds
+    if connection.sock is not None:
+        connection.sock.settimeout(seconds)
 
 
 def _closed_by_server(sock: socket.socket) -> bool:
