@@ -207,21 +207,41 @@ def cpu_seconds(pid: int) -> float:
 
 
 def machine_seconds() -> tuple[float, float]:
-    """The machine's busy and total CPU seconds so far, all cores (from /proc/stat)."""
+    """CPU seconds so far, all cores: processes' time (user, nice, system; not interrupts,
+    which loopback's networking costs both sides alike), and the total (from /proc/stat)."""
     ticks = [int(value) for value in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
-    total = sum(ticks[:8])  # user nice system idle iowait irq softirq steal (guest is in user)
     clock = os.sysconf("SC_CLK_TCK")
-    return (total - ticks[3] - ticks[4]) / clock, total / clock
+    return (ticks[0] + ticks[1] + ticks[2]) / clock, sum(ticks[:8]) / clock
+
+
+def kernel_threads_seconds() -> float:
+    """CPU seconds of the kernel's threads (writeback, the journal): they work for whichever
+    server wrote through the page cache, so they are not counted as the others' share."""
+    total = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # ended meanwhile
+            continue
+        if fields[1] == "2" or entry.name == "2":  # kthreadd and its children
+            total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 class Interference:
-    """The share of the cores that processes other than the bench's took during a PUT."""
+    """The share of the cores that processes other than the bench's took during a PUT.
+
+    Everything the machine ran but the servers, curl (this script's child), the kernel's
+    threads and interrupts: other users' work, which slows either side at random.
+    """
 
     def __init__(self, pids: list[int]) -> None:
-        self.pids = pids  # the servers' processes; curl is this script's child
+        self.pids = pids
 
     def seconds(self) -> tuple[float, float]:
-        ours = sum(map(cpu_seconds, self.pids))
+        ours = sum(map(cpu_seconds, self.pids)) + kernel_threads_seconds()
         children = resource.getrusage(resource.RUSAGE_CHILDREN)
         busy, total = machine_seconds()
         return busy - ours - children.ru_utime - children.ru_stime, total
