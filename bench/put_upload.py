@@ -233,15 +233,16 @@ def kernel_threads_seconds() -> float:
 class Interference:
     """The share of the cores that processes other than the bench's took during a PUT.
 
-    Everything the machine ran but the servers, curl (this script's child), the kernel's
-    threads and interrupts: other users' work, which slows either side at random.
+    Everything the machine ran but the servers, curl (this script's child), this script
+    (its fsync of nginx's file writes the file back), the kernel's threads and interrupts:
+    other users' work, which slows either side at random.
     """
 
     def __init__(self, pids: list[int]) -> None:
         self.pids = pids
 
     def seconds(self) -> tuple[float, float]:
-        ours = sum(map(cpu_seconds, self.pids)) + kernel_threads_seconds()
+        ours = sum(map(cpu_seconds, self.pids)) + kernel_threads_seconds() + time.process_time()
         children = resource.getrusage(resource.RUSAGE_CHILDREN)
         busy, total = machine_seconds()
         return busy - ours - children.ru_utime - children.ru_stime, total
