@@ -21,9 +21,9 @@ from tracesets.settings import Settings
 #: glibc's malloc, left to itself, hands the top of its heap back to the system as soon as
 #: twice the last large block freed lies free there, and faults it in again, zeroed, for the
 #: next one. A PUT's body arrives in blocks of 256 KB, each allocated and freed once or twice:
-#: receiving 1 GiB took 5,600 ``brk`` calls and 1.1 s of the event loop's CPU, 0.5 s with
-#: these bounds (16 MiB kept free at the heap's top at most; blocks under 4 MiB from the
-#: heap). The environment's own settings win; workers started by uvicorn inherit them.
+#: receiving 1 GiB took 5,600 ``brk`` calls and 1.1-1.3 s of the event loop's CPU,
+#: 0.42-0.46 s with these bounds (16 MiB kept free at the heap's top at most; blocks under
+#: 4 MiB from the heap). The environment's own settings win; workers started by uvicorn inherit them.
 MALLOC_TUNING: Final = {
     "MALLOC_TRIM_THRESHOLD_": str(16 * 1024 * 1024),
     "MALLOC_MMAP_THRESHOLD_": str(4 * 1024 * 1024),
