@@ -3,9 +3,11 @@
 One file of random bytes (1 GiB; 128 MiB with --quick) in a temporary folder; nginx
 (Debian's, installed if missing, run with a config of its own on loopback) and the
 service (``tracesets serve``, one uvicorn worker) both store into that same folder's
-disk. curl sends the file to each, alternating, several times; between runs the
-uploaded copy is deleted and the disk synced, so no run pays for another's writeback.
-A first, unmeasured run of each warms up the page cache and the processes.
+disk. curl sends the file to each, alternating and taking turns at going first; before
+each PUT the last copy is deleted and the disk synced, so no run pays for another's
+writeback. A first, unmeasured run of each warms up the page cache and the processes.
+Each run prints how busy the cores were: on a shared machine that, not the disk, is
+what moves a run most.
 
 The service checks the declared sha256 and fsyncs the file before it answers; nginx
 does neither (it writes a temporary file and renames it). The service's peak RSS is
@@ -20,13 +22,15 @@ import argparse
 import hashlib
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
 import tempfile
 import time
 import urllib.request
-from contextlib import ExitStack
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, Final
 
@@ -121,6 +125,12 @@ class Nginx:
         self.body_buffer = body_buffer or "16k (nginx's default)"
         self.url = f"http://{LOOPBACK}:{self.port}/upload.bin"
 
+    def pids(self) -> list[int]:
+        """nginx's master process and its workers."""
+        master = int((self.root / "nginx.pid").read_text())
+        children = Path(f"/proc/{master}/task/{master}/children").read_text().split()
+        return [master, *map(int, children)]
+
     def argv(self) -> list[str]:
         # -e: the error log from the very start, before the config names ours.
         return [self.binary, "-p", f"{self.root}/", "-c", str(self.conf), "-e", "error.log"]
@@ -190,27 +200,111 @@ class Service:
         return seconds
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds the process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def machine_seconds() -> tuple[float, float]:
+    """CPU seconds so far, all cores: processes' time (user, nice, system; not interrupts,
+    which loopback's networking costs both sides alike), and the total (from /proc/stat)."""
+    ticks = [int(value) for value in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
+    clock = os.sysconf("SC_CLK_TCK")
+    return (ticks[0] + ticks[1] + ticks[2]) / clock, sum(ticks[:8]) / clock
+
+
+def kernel_threads_seconds() -> float:
+    """CPU seconds of the kernel's threads (writeback, the journal): they work for whichever
+    server wrote through the page cache, so they are not counted as the others' share."""
+    total = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # ended meanwhile
+            continue
+        if fields[1] == "2" or entry.name == "2":  # kthreadd and its children
+            total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+class Interference:
+    """The share of the cores that processes other than the bench's took during a PUT.
+
+    Everything the machine ran but the servers, curl (this script's child), this script
+    (its fsync of nginx's file writes the file back), the kernel's threads and interrupts:
+    other users' work, which slows either side at random.
+    """
+
+    def __init__(self, pids: list[int]) -> None:
+        self.pids = pids
+
+    def seconds(self) -> tuple[float, float]:
+        ours = sum(map(cpu_seconds, self.pids)) + kernel_threads_seconds() + time.process_time()
+        children = resource.getrusage(resource.RUSAGE_CHILDREN)
+        busy, total = machine_seconds()
+        return busy - ours - children.ru_utime - children.ru_stime, total
+
+    @contextmanager
+    def measured(self) -> Iterator[list[float]]:
+        """Yields a list that holds, once the block ends, the others' share (0 to 1)."""
+        share: list[float] = []
+        others, total = self.seconds()
+        yield share
+        others_after, total_after = self.seconds()
+        share.append(max(0.0, others_after - others) / (total_after - total))
+
+
+def order_of(run: int) -> tuple[str, str]:
+    """nginx first in odd runs, the service first in even ones: neither side always runs
+    right after the other's writes and deletes."""
+    return ("nginx", "service") if run % 2 else ("service", "nginx")
+
+
 def alternate(
-    curl: str, nginx: Nginx, service: Service, source: Path, sha256: str, runs: int
+    curl: str,
+    nginx: Nginx,
+    service: Service,
+    source: Path,
+    sha256: str,
+    runs: int,
+    interference: Interference,
+    pid: int,
 ) -> dict[str, list[float]]:
-    """MB/s of each run of each server, taking turns, after one unmeasured run each."""
+    """MB/s of each run of each server, taking turns, after one unmeasured run each.
+
+    Each PUT starts after ``sync`` (no dirty pages; the blocks of the copy deleted before
+    it freed and discarded) with the file to send in the page cache. Beside each run: the
+    service's CPU seconds, and the share of the cores other processes took, which slows
+    either side at random on a shared machine.
+    """
     size = source.stat().st_size
     rates: dict[str, list[float]] = {"nginx": [], "nginx+fsync": [], "service": []}
+    rates["service CPU s"] = []
     for run in range(runs + 1):
         label = f"run {run}" if run else "warm-up"
-        for name in ("nginx", "service"):
+        for name in order_of(run):
             os.sync()  # each run starts with no dirty pages of the run before
+            with interference.measured() as others:
+                if name == "nginx":
+                    took, synced = nginx.put(curl, source)
+                else:
+                    cpu = cpu_seconds(pid)
+                    took = service.put(curl, source, sha256)
+                    cpu = cpu_seconds(pid) - cpu
             if name == "nginx":
-                took, synced = nginx.put(curl, source)
                 line = f"{size / took / MB:8.1f} MB/s  ({took:.2f} s; then fsync {synced:.2f} s)"
                 if run:
                     rates["nginx"].append(size / took / MB)
                     rates["nginx+fsync"].append(size / (took + synced) / MB)
             else:
-                took = service.put(curl, source, sha256)
-                line = f"{size / took / MB:8.1f} MB/s  ({took:.2f} s)"
+                line = f"{size / took / MB:8.1f} MB/s  ({took:.2f} s; {cpu:.2f} s of CPU)"
                 if run:
                     rates["service"].append(size / took / MB)
+                    rates["service CPU s"].append(cpu)
+            line += f"  others took {100 * others[0]:3.0f} % of the cores"
             print(f"  {label:<7}  {name:<7}  {line}", flush=True)
     return rates
 
@@ -284,7 +378,10 @@ def main() -> None:
             f"service peak RSS {many_rss / MB:.1f} MB",
             flush=True,
         )
-        rates = alternate(curl, nginx, service, source, sha256, args.runs)
+        servers = [process.pid, *nginx.pids()]
+        rates = alternate(
+            curl, nginx, service, source, sha256, args.runs, Interference(servers), process.pid
+        )
         peak_rss = peak_rss_bytes(process.pid)
 
     median = {name: statistics.median(values) for name, values in rates.items()}
@@ -296,6 +393,11 @@ def main() -> None:
     print(
         f"service      {median['service']:8.1f} MB/s (median; runs {spread(rates['service'])}; "
         "sha256 checked, fsync before the answer)"
+    )
+    cpu = rates["service CPU s"]
+    print(
+        f"service CPU  {statistics.median(cpu) * 2**30 / size:8.2f} s a GiB (median; runs "
+        f"{min(cpu) * 2**30 / size:.2f} to {max(cpu) * 2**30 / size:.2f}; PUT, complete, DELETE)"
     )
     print(f"ratio service/nginx: {median['service'] / median['nginx']:.2f}  (target >= 0.8)")
     print(f"ratio service/(nginx+fsync): {median['service'] / median['nginx+fsync']:.2f}")

@@ -11,11 +11,25 @@ rich, the client and the analysis, some 35 MiB of RSS) for its whole life.
 from __future__ import annotations
 
 import argparse
+import ctypes
 import os
 import sys
-from typing import Any
+from typing import Any, Final
 
 from tracesets.settings import Settings
+
+#: glibc's malloc, left to itself, hands the top of its heap back to the system as soon as
+#: twice the last large block freed lies free there, and faults it in again, zeroed, for the
+#: next one. A PUT's body arrives in blocks of 256 KB, each allocated and freed once or twice:
+#: receiving 1 GiB took 5,600 ``brk`` calls and 1.1-1.3 s of the event loop's CPU,
+#: 0.42-0.46 s with these bounds (16 MiB kept free at the heap's top at most; blocks under
+#: 4 MiB from the heap). The environment's own settings win; workers started by uvicorn inherit them.
+MALLOC_TUNING: Final = {
+    "MALLOC_TRIM_THRESHOLD_": str(16 * 1024 * 1024),
+    "MALLOC_MMAP_THRESHOLD_": str(4 * 1024 * 1024),
+}
+_M_TRIM_THRESHOLD: Final = -1  # mallopt's parameters, from glibc's malloc.h
+_M_MMAP_THRESHOLD: Final = -3
 
 
 def argv(host: str, port: int, workers: int, limit_concurrency: int) -> list[str]:
@@ -39,6 +53,23 @@ def serve_instead(host: str, port: int, workers: int, limit_concurrency: int) ->
     os.execv(command[0], command)
 
 
+def tune_malloc() -> None:
+    """Apply ``MALLOC_TUNING`` to this process (set before it started, glibc reads the
+    environment itself) and to the workers it starts."""
+    untuned = {name: value for name, value in MALLOC_TUNING.items() if name not in os.environ}
+    os.environ.update(untuned)
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):  # not glibc: its own allocator, its own policy
+        return
+    for name, parameter in (
+        ("MALLOC_TRIM_THRESHOLD_", _M_TRIM_THRESHOLD),
+        ("MALLOC_MMAP_THRESHOLD_", _M_MMAP_THRESHOLD),
+    ):
+        if name in untuned:
+            mallopt(parameter, int(untuned[name]))
+
+
 def uvicorn_options(settings: Settings) -> dict[str, Any]:
     """What uvicorn is told besides where to listen, the workers and the request limit."""
     return {
@@ -60,6 +91,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, required=True)
     parser.add_argument("--limit-concurrency", type=int, required=True)
     args = parser.parse_args()
+    tune_malloc()
 
     import uvicorn
 

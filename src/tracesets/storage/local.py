@@ -12,8 +12,8 @@ describes is always exactly the bytes its name holds, and no later upload can
 replace them, as other bytes land under another name. Which name counts is decided
 by the database (``LocalTransfers``), only while the traceset is pending.
 
-Hashing and writing each run on a worker thread of their own, one block behind the
-network, so the three overlap (both release the GIL); ``storage.sink`` writes them.
+Hashing and writing each run on a worker thread of their own, up to two blocks behind
+the network, so the three overlap (both release the GIL); ``storage.sink`` writes them.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import fcntl
 import os
 import shutil
 import uuid
+from collections import deque
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -39,12 +40,12 @@ from tracesets.storage.signing import Method, URLSigner
 from tracesets.storage.sink import Sink, join, settle
 from tracesets.uploadrequest import PartDigests
 
-# Two blocks are held at a time per upload, so their size shares a budget among the
-# uploads in progress: a lone upload's blocks are large (fewer hops to the worker
-# threads), 8 at once get 256 KiB each. With 8 uploads at once, 2 MiB blocks took the
-# serving process from 75 to 113 MB of RSS, 512 KiB ones to 97 MB (with the direct
-# writes' buffers), 256 KiB ones to 92 MB.
-_BLOCKS_BUDGET: Final = 2 * 1024 * 1024
+# The blocks an upload holds (the one filling, those its worker threads have) share a
+# budget among the uploads in progress: a lone upload's blocks are large (fewer hops to
+# the worker threads), 8 at once get 256 KiB each. With 8 uploads at once, blocks of
+# 2 MiB took the serving process from 75 to 113 MB of RSS, 512 KiB ones to 97 MB (with
+# the direct writes' buffers), 256 KiB ones to 92 MB.
+_HELD_BUDGET: Final = 4 * 1024 * 1024
 _MIN_BLOCK: Final = 256 * 1024
 _SYNCERS: Final = 32  # uploads fsyncing at once; a thread each, asleep in the kernel
 
@@ -257,7 +258,7 @@ class LocalBlobStore:
         received = 0
         block: list[bytes] = []
         buffered = 0
-        jobs: list[concurrent.futures.Future[None]] = []
+        queued: deque[list[concurrent.futures.Future[None]]] = deque()
         try:
             async for chunk in chunks:
                 received += len(chunk)
@@ -265,20 +266,25 @@ class LocalBlobStore:
                     raise _too_long(size)
                 block.append(chunk)
                 buffered += len(chunk)
-                if buffered >= max(_MIN_BLOCK, _BLOCKS_BUDGET // self._receiving):
-                    await settle(jobs)
-                    jobs = self._submit(sink, block)
+                block_size, depth = _pipeline(self._receiving)
+                if buffered >= block_size:
+                    queued.append(self._submit(sink, block))
                     block = []
                     buffered = 0
-            await settle(jobs)
-            jobs = self._submit(sink, block) if block else []
-            await settle(jobs)
+                    while len(queued) > depth:
+                        await settle(queued.popleft())
+            if block:
+                queued.append(self._submit(sink, block))
+            while queued:
+                await settle(queued.popleft())
         finally:
-            await join(jobs)  # after an error, the last block's jobs may still be running
+            # After an error, the queued blocks' jobs may still be running.
+            await join([job for jobs in queued for job in jobs])
         return received
 
     def _submit(self, sink: Sink, block: list[bytes]) -> list[concurrent.futures.Future[None]]:
-        return [self._workers.submit(sink.hash, block), self._workers.submit(sink.write, block)]
+        sink.queue(block)
+        return [self._workers.submit(sink.hash_next), self._workers.submit(sink.write_next)]
 
     def _place(self, sink: Sink, key: str, sha256: str) -> None:
         final = self._named(key, sha256)
@@ -308,6 +314,20 @@ class LocalBlobStore:
 
     def delete_prefix(self, prefix: str) -> None:
         shutil.rmtree(self.blobs / prefix, ignore_errors=True)
+
+
+def _pipeline(receiving: int) -> tuple[int, int]:
+    """The block size and how many blocks the worker threads may have at once.
+
+    Two blocks queued rather than one let the threads run ahead of the network by a block
+    when the event loop is late and catch up when the disk is: on a shared machine the
+    three (receiving, hashing, writing) lose their core at different moments. Held
+    together with the block filling, they stay within the upload's share of the budget;
+    where that share is too small for three blocks of ``_MIN_BLOCK``, one is queued.
+    """
+    share = max(2 * _MIN_BLOCK, _HELD_BUDGET // max(1, receiving))
+    depth = 2 if share >= 3 * _MIN_BLOCK else 1
+    return share // (depth + 1), depth
 
 
 def _unlocked(path: Path) -> bool:

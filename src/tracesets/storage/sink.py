@@ -16,6 +16,8 @@ import concurrent.futures
 import fcntl
 import hashlib
 import os
+import threading
+from collections import deque
 from pathlib import Path
 from typing import Final
 
@@ -28,8 +30,9 @@ _FADVISE: Final = hasattr(os, "posix_fadvise")  # not on macOS: there the kernel
 class Sink:
     """The temporary file and its running digest.
 
-    ``hash`` and ``write`` may run at the same time on two threads, each on the same
-    block; each runs for one block at a time and in order. The file is locked while
+    ``hash_next`` and ``write_next`` may run at the same time on two threads, on the
+    same block or different ones; each of the two takes the queued blocks one at a time,
+    in order, whichever threads call it. The file is locked while
     its upload lives: the lock dies with the process, so a sweep knows a dead upload's
     leftover from a live one's, whichever process sharing the folder it belongs to.
     """
@@ -41,12 +44,31 @@ class Sink:
         self.written = 0
         self.previous = 0  # where the block before the last one written starts
         self.direct: DirectWriter | None = None
+        self._to_hash: deque[list[bytes]] = deque()
+        self._to_write: deque[list[bytes]] = deque()
+        self._hashing = threading.Lock()
+        self._writing = threading.Lock()
         try:
             fcntl.flock(self.fd, fcntl.LOCK_EX)
             self.direct = DirectWriter.open(self.fd)
         except BaseException:
             self.discard()
             raise
+
+    def queue(self, block: list[bytes]) -> None:
+        """Line ``block`` up for ``hash_next`` and ``write_next``: each takes the oldest
+        block not yet taken, so blocks are hashed and written in order whichever worker
+        thread runs which call."""
+        self._to_hash.append(block)
+        self._to_write.append(block)
+
+    def hash_next(self) -> None:
+        with self._hashing:
+            self.hash(self._to_hash.popleft())
+
+    def write_next(self) -> None:
+        with self._writing:
+            self.write(self._to_write.popleft())
 
     def hash(self, block: list[bytes]) -> None:
         for chunk in block:

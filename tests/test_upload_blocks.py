@@ -1,0 +1,78 @@
+"""An upload's blocks are hashed and written in order, however many its worker threads
+have at once and whichever thread takes which block."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import hashlib
+import random
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from tracesets.problems import InvalidRequest
+from tracesets.storage import local
+from tracesets.storage.signing import URLSigner
+from tracesets.storage.sink import Sink
+
+
+def test_blocks_taken_by_racing_threads_land_in_order(tmp_path: Path) -> None:
+    rng = random.Random(7)
+    blocks = [[rng.randbytes(rng.randrange(1, 70_000)) for _ in range(3)] for _ in range(40)]
+    sink = Sink(tmp_path / "upload.part")
+    try:
+        for block in blocks:
+            sink.queue(block)
+        calls = [sink.hash_next, sink.write_next] * len(blocks)
+        rng.shuffle(calls)
+        with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
+            for job in [pool.submit(call) for call in calls]:
+                job.result()
+        sink.finish(tmp_path / "upload.bin")
+    except BaseException:
+        sink.discard()
+        raise
+    expected = b"".join(b"".join(block) for block in blocks)
+    assert (tmp_path / "upload.bin").read_bytes() == expected
+    assert sink.digest.hexdigest() == hashlib.sha256(expected).hexdigest()
+
+
+def test_a_lone_upload_queues_two_blocks_and_many_keep_to_the_budget() -> None:
+    for receiving in range(1, 200):
+        block, depth = local._pipeline(receiving)
+        assert block >= local._MIN_BLOCK
+        assert depth in (1, 2)
+        held = block * (depth + 1)  # the block filling and the queued ones
+        assert held <= max(2 * local._MIN_BLOCK, local._HELD_BUDGET // receiving)
+    assert local._pipeline(1)[1] == 2
+    assert local._pipeline(8)[1] == 1
+
+
+async def _chunks(data: bytes, size: int) -> AsyncIterator[bytes]:
+    for start in range(0, len(data), size):
+        yield data[start : start + size]
+        await asyncio.sleep(0)
+
+
+@pytest.mark.parametrize("chunk", [1, 4_096, 100_003, 1_000_000])
+def test_a_streamed_upload_is_stored_whole_under_its_digest(tmp_path: Path, chunk: int) -> None:
+    data = random.Random(chunk).randbytes(5 * 1024 * 1024 + 17 if chunk > 1 else 300_000)
+    digest = hashlib.sha256(data).hexdigest()
+    store = local.LocalBlobStore(tmp_path, URLSigner(b"k" * 32))
+    received = asyncio.run(
+        store.receive("t/0", _chunks(data, chunk), size=len(data), sha256=digest)
+    )
+    assert (received.size, received.sha256) == (len(data), digest)
+    assert store.path("t/0", digest).read_bytes() == data
+    assert list(store.tmp.iterdir()) == []
+
+
+def test_a_wrong_digest_leaves_nothing(tmp_path: Path) -> None:
+    data = random.Random(3).randbytes(6 * 1024 * 1024)
+    store = local.LocalBlobStore(tmp_path, URLSigner(b"k" * 32))
+    with pytest.raises(InvalidRequest):
+        asyncio.run(store.receive("t/0", _chunks(data, 65_536), size=len(data), sha256="0" * 64))
+    assert list(store.tmp.iterdir()) == []
+    assert not (store.blobs / "t").exists() or list((store.blobs / "t").iterdir()) == []
