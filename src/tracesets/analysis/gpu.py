@@ -113,7 +113,8 @@ def sweep(records: Iterable[Record], last_step: float | None) -> GpuTime | None:
     everything = last_step is None
     limit = math.inf if last_step is None else last_step
     by_mask = [0.0] * (1 << KINDS)
-    # each kind's reach, in locals (this loop runs once per GPU event)
+    # each kind's reach, in locals; comparisons, not min() and max() calls, which cost
+    # more than the rest of the step (this loop runs once per GPU event)
     comm = memory = compute = other = -math.inf
     count = 0
     first = now = group_start = group_end = reach_all = busy = 0.0
@@ -133,24 +134,28 @@ def sweep(records: Iterable[Record], last_step: float | None) -> GpuTime | None:
             while now < start:  # the kinds running from now to start, as they end
                 mask, upto = 0, start
                 if comm > now:
-                    mask, upto = 1, min(upto, comm)
+                    mask = 1
+                    upto = min(upto, comm)
                 if memory > now:
-                    mask, upto = mask | 2, min(upto, memory)
+                    mask |= 2
+                    upto = min(upto, memory)
                 if compute > now:
-                    mask, upto = mask | 4, min(upto, compute)
+                    mask |= 4
+                    upto = min(upto, compute)
                 if other > now:
-                    mask, upto = mask | 8, min(upto, other)
+                    mask |= 8
+                    upto = min(upto, other)
                 by_mask[mask] += upto - now
                 now = upto
         count += 1
-        if kind == COMMUNICATION:
+        if kind == COMPUTATION:
+            compute = max(compute, end)
+        elif kind == COMMUNICATION:
             comm = max(comm, end)
         elif kind == MEMORY:
             memory = max(memory, end)
-        elif kind == COMPUTATION:
-            compute = max(compute, end)
-        else:
-            other = max(other, end)
+        elif end > other:
+            other = end
     if count == 0:
         return None
     _run_kinds([comm, memory, compute, other], by_mask, now)

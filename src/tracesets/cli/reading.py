@@ -60,20 +60,26 @@ def unreadable(file: LocalFile, error: Exception) -> FileFinding:
 
 def read_file(file: LocalFile, figures: bool) -> LocalReading:
     """One primary file's findings, and its figures when ``figures``; a file that cannot
-    be read is one finding that says so, and no figures."""
+    be read is one finding that says so, and no figures.
+
+    The figures are read first: a small gzip file is inflated whole for them, and its
+    findings then read the same bytes instead of inflating its head again."""
     try:
         source: ByteSource = read_once(FileSource(file.path))
+    except (OSError, SourceError) as error:
+        return LocalReading([unreadable(file, error)], [])
+    traces: list[TraceAnalysis] = []
+    if figures:
+        from tracesets.analysis import analyze_file  # the figures' pass: not for headers alone
+
+        try:
+            traces = analyze_file(file.name, source)
+        except (OSError, SourceError):  # a file read again (a large one) that failed this
+            traces = []  # time: its findings stand, and a missing figure is no wrong one
+    try:
         findings = inspect_file(file.name, source)
     except (OSError, SourceError) as error:
         return LocalReading([unreadable(file, error)], [])
-    if not figures:
-        return LocalReading(findings, [])
-    from tracesets.analysis import analyze_file  # the figures' pass: not for headers alone
-
-    try:
-        traces = analyze_file(file.name, source)
-    except (OSError, SourceError):  # a file read again (a large one) that failed this time:
-        traces = []  # its findings stand, and a missing figure is no wrong one
     return LocalReading(findings, traces)
 
 
