@@ -114,7 +114,8 @@ def sweep(records: Iterable[Record], last_step: float | None) -> GpuTime | None:
     limit = math.inf if last_step is None else last_step
     by_mask = [0.0] * (1 << KINDS)
     # each kind's reach, in locals; comparisons, not min() and max() calls, which cost
-    # more than the rest of the step (this loop runs once per GPU event)
+    # more than the rest of the step (this loop runs once per GPU event; ruff's PLR1730
+    # would turn an if statement back into a call, a conditional expression it leaves)
     comm = memory = compute = other = -math.inf
     count = 0
     first = now = group_start = group_end = reach_all = busy = 0.0
@@ -130,30 +131,30 @@ def sweep(records: Iterable[Record], last_step: float | None) -> GpuTime | None:
                 group_start, group_end = start, end
             elif end > group_end:
                 group_end = end
-            reach_all = max(reach_all, end)
+            reach_all = end if end > reach_all else reach_all
             while now < start:  # the kinds running from now to start, as they end
                 mask, upto = 0, start
                 if comm > now:
                     mask = 1
-                    upto = min(upto, comm)
+                    upto = comm if comm < upto else upto
                 if memory > now:
                     mask |= 2
-                    upto = min(upto, memory)
+                    upto = memory if memory < upto else upto
                 if compute > now:
                     mask |= 4
-                    upto = min(upto, compute)
+                    upto = compute if compute < upto else upto
                 if other > now:
                     mask |= 8
-                    upto = min(upto, other)
+                    upto = other if other < upto else upto
                 by_mask[mask] += upto - now
                 now = upto
         count += 1
         if kind == COMPUTATION:
-            compute = max(compute, end)
+            compute = end if end > compute else compute
         elif kind == COMMUNICATION:
-            comm = max(comm, end)
+            comm = end if end > comm else comm
         elif kind == MEMORY:
-            memory = max(memory, end)
+            memory = end if end > memory else memory
         elif end > other:
             other = end
     if count == 0:
