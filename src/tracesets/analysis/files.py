@@ -28,13 +28,7 @@ from tracesets.inspection.archives import (
     tar_stream_members,
     zip_members,
 )
-from tracesets.inspection.decompress import (
-    GZIP_MAGIC,
-    WHOLE_INPUT_LIMIT,
-    Readable,
-    inflate_whole,
-    open_gzip,
-)
+from tracesets.inspection.decompress import GZIP_MAGIC, Readable, open_gzip
 from tracesets.inspection.distributed import groups_of, parse_ranks, whole_number
 from tracesets.inspection.failures import describe
 from tracesets.inspection.files import SNIFF_BYTES, Replay, read_up_to
@@ -43,7 +37,7 @@ from tracesets.inspection.source import (
     READ_AHEAD,
     ByteSource,
     SourceError,
-    fetch,
+    inflate_small,
     open_source,
 )
 
@@ -116,13 +110,6 @@ def analyze_stream(stream: Readable) -> RankAnalysis:
     return _declared_groups(outside, accumulator.result())
 
 
-def _inflated(source: ByteSource | None) -> bytes | None:
-    """A small gzip file inflated in one call; None when it must be read step by step."""
-    if source is None or source.size > WHOLE_INPUT_LIMIT:
-        return None
-    return inflate_whole(fetch(source, 0, source.size))
-
-
 def _streams(
     source: ByteSource | None, stream: Readable | None, *, top: bool
 ) -> Iterator[tuple[str | None, Readable]]:
@@ -133,7 +120,7 @@ def _streams(
     magic = read_up_to(stream, SNIFF_BYTES)
     stream = Replay(magic, stream)
     if magic.startswith(GZIP_MAGIC):
-        inflated = _inflated(source)
+        inflated = None if source is None else inflate_small(source)
         stream = open_gzip(stream) if inflated is None else io.BytesIO(inflated)
         magic = read_up_to(stream, SNIFF_BYTES)
         stream = Replay(magic, stream)

@@ -160,8 +160,12 @@ class GpuEvents:
             for correlation, events in self.waiting.items()
             for start, end, kind in events
         )
-        for correlation, start, end, kind in waiting:
-            self.records.add((start, end, launches.get(correlation, _NOT_LAUNCHED), kind))
+        self.records.add_all(
+            [
+                (start, end, launches.get(correlation, _NOT_LAUNCHED), kind)
+                for correlation, start, end, kind in waiting
+            ]
+        )
         self.waiting = {}
         self.waiting_count = 0
         self.old_launches.close()

@@ -140,7 +140,7 @@ class RankAccumulator:
         """
         self.events += len(events)
         numbers = _NUMBERS
-        gpu = self.gpu
+        add_gpu, add_launch = self.gpu.add_gpu, self.gpu.add_launch
         for event in events:
             if type(event) is not TraceEvent:
                 continue
@@ -178,11 +178,11 @@ class RankAccumulator:
             else:
                 end = start + length
             if stream != -1:
-                gpu.add_gpu(name, start, end, correlation if on_gpu else -1)
+                add_gpu(name, start, end, correlation if on_gpu else -1)
             if on_gpu:
                 continue
             if correlation >= 0:
-                gpu.add_launch(start, correlation)
+                add_launch(start, correlation)
             if name.startswith("ProfilerStep") and STEP.match(name):
                 self._step(name, start, length)
             elif name == COLLECTIVE_EVENT:

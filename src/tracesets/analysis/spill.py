@@ -54,6 +54,15 @@ class SortedRecords:
         if len(buffer) >= self.buffer_size:
             self._write_run(self._sorted_buffer())
 
+    def add_all(self, records: list[Record]) -> None:
+        """``add`` of each record, in order, in one call."""
+        room = self.buffer_size - len(self.buffer)
+        if len(records) < room:
+            self.buffer.extend(records)
+            return
+        for record in records:
+            self.add(record)
+
     def __bool__(self) -> bool:
         """Whether any record is held (the class has no ``__len__``: runs are not counted)."""
         return bool(self.buffer or self.runs)

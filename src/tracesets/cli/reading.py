@@ -31,8 +31,11 @@ PARALLEL_FROM: Final = 32
 #: millisecond a file, so a second process (about 80 ms to start and feed) pays only for
 #: thousands of files.
 HEADERS_PARALLEL_FROM: Final = 1_024
-#: Batches each process gets, so that one slow file does not leave the others idle.
+#: Batches each process gets, so that one slow file does not leave the others idle...
 BATCHES_PER_PROCESS: Final = 8
+#: ... and files a batch holds at most: the last batches end nearly together (a rank's
+#: trace takes about 2 ms, a batch's passage between processes a fraction of one).
+BATCH_FILES: Final = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,20 +63,26 @@ def unreadable(file: LocalFile, error: Exception) -> FileFinding:
 
 def read_file(file: LocalFile, figures: bool) -> LocalReading:
     """One primary file's findings, and its figures when ``figures``; a file that cannot
-    be read is one finding that says so, and no figures."""
+    be read is one finding that says so, and no figures.
+
+    The figures are read first: a small gzip file is inflated whole for them, and its
+    findings then read the same bytes instead of inflating its head again."""
     try:
         source: ByteSource = read_once(FileSource(file.path))
+    except (OSError, SourceError) as error:
+        return LocalReading([unreadable(file, error)], [])
+    traces: list[TraceAnalysis] = []
+    if figures:
+        from tracesets.analysis import analyze_file  # the figures' pass: not for headers alone
+
+        try:
+            traces = analyze_file(file.name, source)
+        except (OSError, SourceError):  # a file read again (a large one) that failed this
+            traces = []  # time: its findings stand, and a missing figure is no wrong one
+    try:
         findings = inspect_file(file.name, source)
     except (OSError, SourceError) as error:
         return LocalReading([unreadable(file, error)], [])
-    if not figures:
-        return LocalReading(findings, [])
-    from tracesets.analysis import analyze_file  # the figures' pass: not for headers alone
-
-    try:
-        traces = analyze_file(file.name, source)
-    except (OSError, SourceError):  # a file read again (a large one) that failed this time:
-        traces = []  # its findings stand, and a missing figure is no wrong one
     return LocalReading(findings, traces)
 
 
@@ -91,8 +100,10 @@ def _read_in_processes(
 ) -> list[LocalReading] | None:
     """The readings of ``files`` by ``workers`` processes; None when processes cannot be
     had (no shared memory for their locks, one killed), and this process reads them."""
-    size = -(-len(files) // (workers * BATCHES_PER_PROCESS))
+    size = min(BATCH_FILES, -(-len(files) // (workers * BATCHES_PER_PROCESS)))
     batches = [files[i : i + size] for i in range(0, len(files), size)]
+    if figures:  # imported once here, not by each process forked from this one
+        import tracesets.analysis  # noqa: F401
     try:
         with ProcessPoolExecutor(max_workers=workers) as pool:
             done = pool.map(_read_batch, batches, [figures] * len(batches))

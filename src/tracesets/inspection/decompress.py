@@ -146,8 +146,8 @@ def inflate_whole(data: bytes) -> bytes | None:
             return None
         pieces.append(piece)
         data = inflater.unused_data
-        if data[:2] != GZIP_MAGIC:
-            return b"".join(pieces)
+        if data[:2] != GZIP_MAGIC:  # one member (nearly always): its bytes, not a copy
+            return pieces[0] if len(pieces) == 1 else b"".join(pieces)
 
 
 def open_gzip(raw: Readable) -> io.BufferedReader:

@@ -11,6 +11,7 @@ not opened, so that the work a file can cause stays bounded by its own size.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 from typing import Final
 
@@ -34,6 +35,7 @@ from tracesets.inspection.source import (
     ByteSource,
     SourceError,
     fetch,
+    inflated_already,
     open_source,
 )
 from tracesets.inspection.traces import Reading, Tails, read_json_trace, read_source, read_stream
@@ -157,9 +159,14 @@ def _inspect_bytes(
         return [_unreadable(file, member, size, "the file is empty")]
     gzipped = magic.startswith(GZIP_MAGIC)
     if gzipped:
-        compressed = open_source(source, READ_AHEAD) if source is not None else stream
-        assert compressed is not None
-        decompressed = open_gzip(compressed)
+        inflated = None if source is None else inflated_already(source)
+        decompressed: Readable
+        if inflated is not None:  # the figures' pass inflated it whole: the same bytes
+            decompressed = io.BytesIO(inflated)
+        else:
+            compressed = open_source(source, READ_AHEAD) if source is not None else stream
+            assert compressed is not None
+            decompressed = open_gzip(compressed)
         magic = read_up_to(decompressed, SNIFF_BYTES)
         source, stream = None, Replay(magic, decompressed)
     if is_zip(magic) or is_tar(magic):

@@ -18,6 +18,8 @@ import os
 from pathlib import Path
 from typing import Final, Protocol
 
+from tracesets.inspection.decompress import WHOLE_INPUT_LIMIT, inflate_whole
+
 #: Reads of the seekable adapter are rounded up to this, so ``zipfile``'s many small
 #: header reads cost one request each, not one per field.
 BUFFER_SIZE: Final = 64 * 1024
@@ -75,10 +77,12 @@ class FileSource:
 
 
 class BytesSource:
-    """Bytes in memory, for tests and small uploads."""
+    """Bytes in memory, for tests and small uploads; a small gzip file's inflated bytes
+    kept once made, so that its figures and its findings inflate it once."""
 
     def __init__(self, data: bytes) -> None:
         self._data = bytes(data)
+        self.inflated: bytes | None = None
 
     @property
     def size(self) -> int:
@@ -94,6 +98,25 @@ def read_once(source: ByteSource, limit: int = READ_ONCE_LIMIT) -> ByteSource:
     if source.size > limit:
         return source
     return BytesSource(fetch(source, 0, source.size))
+
+
+def inflate_small(source: ByteSource) -> bytes | None:
+    """A small gzip file inflated in one call (``inflate_whole``), kept on a
+    ``BytesSource``; None when it must be read step by step."""
+    if source.size > WHOLE_INPUT_LIMIT:
+        return None
+    if isinstance(source, BytesSource) and source.inflated is not None:
+        return source.inflated
+    inflated = inflate_whole(fetch(source, 0, source.size))
+    if isinstance(source, BytesSource):
+        source.inflated = inflated
+    return inflated
+
+
+def inflated_already(source: ByteSource) -> bytes | None:
+    """What ``inflate_small`` kept of ``source``, if it ran: reading only a file's head,
+    inflating it whole would cost more than the stepwise reader's first block."""
+    return source.inflated if isinstance(source, BytesSource) else None
 
 
 class SliceSource:
