@@ -8,7 +8,7 @@ import orjson
 import pytest
 
 from tracesets.records import InspectionRecord, Traceset
-from tracesets.service.inspections import NOT_FINISHED, inspection_warnings
+from tracesets.service.catalog import NOT_FINISHED, inspection_warnings
 
 
 def _traceset(inspection: InspectionRecord | None) -> Traceset:

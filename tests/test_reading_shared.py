@@ -12,8 +12,7 @@ import pytest
 from tracesets.analysis import analyze_file
 from tracesets.inspection import inspect_file
 from tracesets.inspection.source import BytesSource, inflate_small, inflated_already
-from tracesets.service.inspections import _answer_each
-from tracesets.service.reading import read_in_pool, read_stored
+from tracesets.service.reading import _answer_each, read_in_pool, read_stored
 
 TRACES = Path(__file__).parent / "data" / "traces"
 NAMES = ["sampled_rank-0.json.gz", "sampled_rank-1.json.gz", "rank_not_found.json.gz"]

@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 
 from tests.flows import inspected, problems, request_urls, upload
-from tracesets.service.inspections import NOT_FINISHED
+from tracesets.service.catalog import NOT_FINISHED
 
 DECLARED = {"shape": {"rankCount": 8}, "parallelism": {"dp": 4, "tp": 2}}
 

@@ -17,7 +17,7 @@ from tests.inspection.kineto_writer import kineto_trace
 from tests.web.browser import Tab
 from tests.web.seed import DECLARED_8, upload_text
 from tests.web.test_rank_chart import inspected_file, with_inspection
-from tracesets.service.inspections import NOT_FINISHED
+from tracesets.service.catalog import NOT_FINISHED
 from tracesets.web import CONTENT_SECURITY_POLICY
 
 SPELLING = "Promotion does not read these members because of their spelling:"

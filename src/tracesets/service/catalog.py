@@ -6,7 +6,9 @@ from __future__ import annotations
 import logging
 import posixpath
 from datetime import timedelta
+from typing import Final
 
+import orjson
 from sqlalchemy import Connection
 
 from tracesets import jsontext, promotion
@@ -23,7 +25,6 @@ from tracesets.service.core import (
     parse_body,
     utcnow,
 )
-from tracesets.service.inspections import inspection_warnings
 from tracesets.service.uploads import Uploads
 from tracesets.storage.base import blob_key
 from tracesets.vocabulary import (
@@ -31,6 +32,27 @@ from tracesets.vocabulary import (
 )
 
 log = logging.getLogger("tracesets")
+
+
+#: Promotion's warning while the traces are still being read: their disagreements, if
+#: any, are not among the warnings yet.
+NOT_FINISHED: Final = (
+    "The traces' inspection has not finished, so what they say against the declared rank "
+    "count is not among these warnings; read the traceset again once inspection.status is "
+    "done (the Python client's wait_for_inspection does)."
+)
+
+
+def inspection_warnings(traceset: Traceset) -> list[str]:
+    """The disagreements a finished inspection found (for promotion's warnings), or that
+    it has not finished."""
+    inspection = traceset.inspection
+    if inspection is not None and inspection.status in ("pending", "running"):
+        return [NOT_FINISHED]
+    if inspection is None or inspection.status != "done" or inspection.result is None:
+        return []
+    warnings: list[str] = orjson.loads(inspection.result)["warnings"]
+    return warnings
 
 
 class TracesetService(Uploads, Completion):

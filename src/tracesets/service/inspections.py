@@ -44,10 +44,8 @@ from concurrent.futures import (
 )
 from concurrent.futures.process import BrokenProcessPool
 from datetime import UTC, datetime, timedelta
-from functools import partial
 from typing import Final
 
-import orjson
 from sqlalchemy import Connection
 
 from tracesets.db import inspection_files as claims
@@ -56,10 +54,9 @@ from tracesets.db.engine import Database
 from tracesets.db.inspection_files import Claim
 from tracesets.inspection import ByteSource
 from tracesets.inspection.source import READ_ONCE_LIMIT, FileSource, fetch, read_once
-from tracesets.records import Traceset
 from tracesets.service.fetching import FETCH_AHEAD, Stoppable, fetch_ahead, make_room
 from tracesets.service.joined import failure_json, join_results
-from tracesets.service.reading import cores, read_in_pool, read_stored, reading_pool
+from tracesets.service.reading import cores, failed, read_stored, reading_pool, send_to_pool
 from tracesets.storage.base import BlobStore, blob_key
 
 log = logging.getLogger("tracesets.inspection")
@@ -77,52 +74,6 @@ IDLE_SECONDS: Final = 2.0
 #: 0.5 ms of CPU, a quarter of what a rank's trace costs to read, so a few go together.
 POOL_TASK_FILES: Final = 4
 POOL_TASK_BYTES: Final = 1024 * 1024
-
-
-#: Promotion's warning while the traces are still being read: their disagreements, if
-#: any, are not among the warnings yet.
-NOT_FINISHED: Final = (
-    "The traces' inspection has not finished, so what they say against the declared rank "
-    "count is not among these warnings; read the traceset again once inspection.status is "
-    "done (the Python client's wait_for_inspection does)."
-)
-
-
-def inspection_warnings(traceset: Traceset) -> list[str]:
-    """The disagreements a finished inspection found (for promotion's warnings), or that
-    it has not finished."""
-    inspection = traceset.inspection
-    if inspection is not None and inspection.status in ("pending", "running"):
-        return [NOT_FINISHED]
-    if inspection is None or inspection.status != "done" or inspection.result is None:
-        return []
-    warnings: list[str] = orjson.loads(inspection.result)["warnings"]
-    return warnings
-
-
-def _failed(exc: BaseException) -> Future[str]:
-    failed: Future[str] = Future()
-    failed.set_exception(exc)
-    return failed
-
-
-def _answer_each(answers: list[Future[str]], task: Future[list[str | Exception]]) -> None:
-    """A pool task's outcome handed to each of its files' futures: its own text or
-    exception, or the task's cancellation or failure (its process died) to all."""
-    if task.cancelled():
-        for answer in answers:
-            answer.cancel()
-        return
-    failure = task.exception()
-    if failure is not None:
-        for answer in answers:
-            answer.set_exception(failure)
-        return
-    for answer, result in zip(answers, task.result(), strict=True):
-        if isinstance(result, Exception):
-            answer.set_exception(result)
-        else:
-            answer.set_result(result)
 
 
 def process_name() -> str:
@@ -241,7 +192,7 @@ class InspectionQueue:
                     try:
                         task.append((claim, self._bytes(claim, source)))
                     except Exception as exc:
-                        sent.append((claim, _failed(exc)))
+                        sent.append((claim, failed(exc)))
                     if len(task) >= POOL_TASK_FILES or held + claim.size >= POOL_TASK_BYTES:
                         sent += self._send(readers, task)
                         task = []
@@ -301,14 +252,8 @@ class InspectionQueue:
     ) -> list[tuple[Claim, Future[str]]]:
         """A few small files sent to the pool as one task: each file's answer, or the
         failure to send them, as its own future."""
-        try:
-            sent = readers.submit(
-                read_in_pool, [(c.name, data) for c, data in task], self.before_file_in_pool
-            )
-        except Exception as exc:
-            return [(claim, _failed(exc)) for claim, _ in task]
-        answers: list[Future[str]] = [Future() for _ in task]
-        sent.add_done_callback(partial(_answer_each, answers))
+        files = [(claim.name, data) for claim, data in task]
+        answers = send_to_pool(readers, files, self.before_file_in_pool)
         return [(claim, answer) for (claim, _), answer in zip(task, answers, strict=True)]
 
     def _read_here(self, claim: Claim, fetched: Future[ByteSource]) -> str:

@@ -11,7 +11,8 @@ import multiprocessing
 import os
 import threading
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
+from functools import partial
 from typing import Final
 
 from tracesets.analysis import analyze_file
@@ -51,6 +52,47 @@ def read_in_pool(
             answers.append(read_stored(name, BytesSource(data)))
         except Exception as exc:  # this file's failure, not its neighbours'
             answers.append(exc)
+    return answers
+
+
+def failed(exc: BaseException) -> Future[str]:
+    failed: Future[str] = Future()
+    failed.set_exception(exc)
+    return failed
+
+
+def _answer_each(answers: list[Future[str]], task: Future[list[str | Exception]]) -> None:
+    """A pool task's outcome handed to each of its files' futures: its own text or
+    exception, or the task's cancellation or failure (its process died) to all."""
+    if task.cancelled():
+        for answer in answers:
+            answer.cancel()
+        return
+    failure = task.exception()
+    if failure is not None:
+        for answer in answers:
+            answer.set_exception(failure)
+        return
+    for answer, result in zip(answers, task.result(), strict=True):
+        if isinstance(result, Exception):
+            answer.set_exception(result)
+        else:
+            answer.set_result(result)
+
+
+def send_to_pool(
+    readers: ProcessPoolExecutor,
+    files: list[tuple[str, bytes]],
+    before: Callable[[str], None] | None,
+) -> list[Future[str]]:
+    """A few small files sent to the pool as one task (``read_in_pool``): each file's
+    answer, or the failure to send them, as its own future."""
+    try:
+        task = readers.submit(read_in_pool, files, before)
+    except Exception as exc:
+        return [failed(exc) for _ in files]
+    answers: list[Future[str]] = [Future() for _ in files]
+    task.add_done_callback(partial(_answer_each, answers))
     return answers
 
 
