@@ -10,7 +10,7 @@ thread's, so the commits and the inspections of the completed tracesets count), 
 warm-up. With ``--base-src`` the same loop runs against an earlier commit's source,
 alternating with this one, in fresh processes each round.
 
-    .venv/bin/python bench/request_cpu.py [--loops 300] [--rounds 5] [--base-src DIR]
+    .venv/bin/python bench/request_cpu.py [--loops 300] [--rounds 5] [--base-src DIR] [--no-inspection]
 """
 
 from __future__ import annotations
@@ -93,8 +93,12 @@ class InProcess:
         return answer["status"], answer["body"]
 
 
-async def loop_cpu(loops: int) -> dict[str, float]:
-    """Seconds of CPU per request of each step, over ``loops`` rounds after a warm-up."""
+async def loop_cpu(loops: int, inspect: bool) -> dict[str, float]:
+    """Seconds of CPU per request of each step, over ``loops`` rounds after a warm-up.
+
+    The inspection of each completed traceset runs beside the next requests, so its CPU
+    counts in whichever steps it overlaps: the mean is the figure; ``inspect`` False
+    leaves it out, and each step's figure is its own."""
     from tracesets.api.app import create_app
     from tracesets.settings import Settings
 
@@ -102,6 +106,7 @@ async def loop_cpu(loops: int) -> dict[str, float]:
         "TRACESETS_BOOTSTRAP_TOKEN": TOKEN,
         "TRACESETS_RATE_LIMIT": "1000000000",
         "TRACESETS_RATE_BURST": "1000000000",
+        "TRACESETS_INSPECT_IN_SERVICE": "true" if inspect else "false",
     }
     app = create_app(Settings.from_env(environment, data_dir=Path(tempfile.mkdtemp())))
     call = InProcess(app)
@@ -143,10 +148,11 @@ async def loop_cpu(loops: int) -> dict[str, float]:
     return {name: spent[name] / loops for name in STEPS}
 
 
-def measured(loops: int, python_path: str | None) -> dict[str, float]:
+def measured(loops: int, inspect: bool, python_path: str | None) -> dict[str, float]:
     """One run in a fresh process (``python_path`` first on its path: an earlier source)."""
     env = {**os.environ, **({"PYTHONPATH": python_path} if python_path else {})}
     argv = [sys.executable, __file__, "--one", "--loops", str(loops)]
+    argv += [] if inspect else ["--no-inspection"]
     out = subprocess.run(argv, env=env, capture_output=True, text=True, check=True).stdout
     figures: dict[str, float] = json.loads(out.splitlines()[-1])
     return figures
@@ -168,10 +174,13 @@ def main() -> None:
     parser.add_argument("--loops", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--base-src", type=Path, help="an earlier commit's src folder")
+    parser.add_argument(
+        "--no-inspection", action="store_true", help="no inspection of the completed tracesets"
+    )
     parser.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
-        figures = asyncio.run(loop_cpu(args.loops))
+        figures = asyncio.run(loop_cpu(args.loops, not args.no_inspection))
         figures["mean"] = sum(figures.values()) / len(STEPS)
         print(json.dumps(figures))
         return
@@ -181,7 +190,7 @@ def main() -> None:
     runs: dict[str, list[dict[str, float]]] = {side: [] for side in sides}
     for round_ in range(1, args.rounds + 1):
         for side, python_path in sides.items():
-            run = measured(args.loops, python_path)
+            run = measured(args.loops, not args.no_inspection, python_path)
             runs[side].append(run)
             print(
                 f"round {round_} {side:<5} mean {run['mean'] * 1000:.3f} ms CPU a request",
