@@ -51,6 +51,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
+from servers import program
+
 ROOT: Final = Path(__file__).resolve().parents[1]
 REAL_TRACE: Final = ROOT / "tests/data/traces/sampled_rank-0.json.gz"
 #: The code measured as "before": the last commit before the files were shared out
@@ -318,7 +320,7 @@ def _children_cpu() -> float:
 
 def run_cli(pythonpath: Path, folder: Path, out: Path, *args: str) -> tuple[float, float]:
     env = {**os.environ, "PYTHONPATH": str(pythonpath)}
-    argv = [str(Path(sys.executable).with_name("tracesets")), "inspect", str(folder), *args]
+    argv = [*program(pythonpath), "inspect", str(folder), *args]
     cpu, started = _children_cpu(), time.perf_counter()
     with out.open("wb") as stdout:
         subprocess.run(argv, env=env, stdout=stdout, stderr=subprocess.STDOUT, check=True)

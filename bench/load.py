@@ -283,7 +283,7 @@ def run_once(args: argparse.Namespace, env: dict[str, str], backends: str) -> di
     with tempfile.TemporaryDirectory(prefix="tracesets-load-") as scratch:
         workdir = Path(scratch)
         port = free_port()
-        argv = service_argv(port, workdir / "service")
+        argv = service_argv(port, workdir / "service", env.get("PYTHONPATH"))
         argv[argv.index("--workers") + 1] = str(args.workers)
         url = f"http://{LOOPBACK}:{port}"
         with running(

@@ -89,10 +89,25 @@ def stop(process: subprocess.Popen[bytes]) -> None:
         process.wait()
 
 
-def service_argv(port: int, data_dir: Path) -> list[str]:
-    """The service exactly as people run it: ``tracesets serve``, one uvicorn worker."""
+#: This checkout's source: on ``PYTHONPATH``, the same code as the installed program.
+SOURCE: Final = Path(__file__).resolve().parent.parent / "src"
+
+
+def program(source: str | Path | None = None) -> list[str]:
+    """How to run ``tracesets`` from ``source`` (a ``src`` folder; None: this checkout):
+    the installed program, as people run it; for an earlier commit's source, its
+    ``main`` (the installed program's entry point may be a function it lacks)."""
+    if source is None or Path(source).resolve() == SOURCE:
+        return [str(VENV_BIN / "tracesets")]
+    start = "import sys; from tracesets.cli.main import main; sys.argv[0] = 'tracesets'; main()"
+    return [sys.executable, "-c", start]
+
+
+def service_argv(port: int, data_dir: Path, source: str | Path | None = None) -> list[str]:
+    """The service exactly as people run it: ``tracesets serve``, one uvicorn worker
+    (from ``source``, an earlier commit's ``src``, when given: ``program``)."""
     return [
-        str(VENV_BIN / "tracesets"),
+        *program(source),
         "serve",
         "--host",
         LOOPBACK,
