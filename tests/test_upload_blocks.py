@@ -76,3 +76,33 @@ def test_a_wrong_digest_leaves_nothing(tmp_path: Path) -> None:
         asyncio.run(store.receive("t/0", _chunks(data, 65_536), size=len(data), sha256="0" * 64))
     assert list(store.tmp.iterdir()) == []
     assert not (store.blobs / "t").exists() or list((store.blobs / "t").iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "length", [0, 1, 16 * 1024, local._INLINE_BYTES, local._INLINE_BYTES + 1, local._MIN_BLOCK]
+)
+@pytest.mark.parametrize("chunk", [1_000, 65_536])
+def test_a_small_body_is_stored_whole_on_either_side_of_the_inline_bound(
+    tmp_path: Path, length: int, chunk: int
+) -> None:
+    """At most ``_INLINE_BYTES``, hashed on the loop and written by the placing thread;
+    past it, by the worker threads: the same bytes in place either way."""
+    data = random.Random(length).randbytes(length)
+    digest = hashlib.sha256(data).hexdigest()
+    store = local.LocalBlobStore(tmp_path, URLSigner(b"k" * 32))
+    received = asyncio.run(
+        store.receive("t/0", _chunks(data, chunk), size=len(data), sha256=digest)
+    )
+    assert (received.size, received.sha256) == (len(data), digest)
+    assert store.path("t/0", digest).read_bytes() == data
+    assert list(store.tmp.iterdir()) == []
+
+
+@pytest.mark.parametrize("length", [100, local._INLINE_BYTES])
+def test_a_small_body_with_a_wrong_digest_leaves_nothing(tmp_path: Path, length: int) -> None:
+    data = random.Random(length).randbytes(length)
+    store = local.LocalBlobStore(tmp_path, URLSigner(b"k" * 32))
+    with pytest.raises(InvalidRequest):
+        asyncio.run(store.receive("t/0", _chunks(data, 4_096), size=len(data), sha256="0" * 64))
+    assert list(store.tmp.iterdir()) == []
+    assert not (store.blobs / "t").exists() or list((store.blobs / "t").iterdir()) == []
