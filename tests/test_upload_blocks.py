@@ -56,9 +56,7 @@ async def _chunks(data: bytes, size: int) -> AsyncIterator[bytes]:
         await asyncio.sleep(0)
 
 
-@pytest.mark.parametrize("chunk", [1, 4_096, 100_003, 1_000_000])
-def test_a_streamed_upload_is_stored_whole_under_its_digest(tmp_path: Path, chunk: int) -> None:
-    data = random.Random(chunk).randbytes(5 * 1024 * 1024 + 17 if chunk > 1 else 300_000)
+def _stored_whole(tmp_path: Path, data: bytes, chunk: int) -> None:
     digest = hashlib.sha256(data).hexdigest()
     store = local.LocalBlobStore(tmp_path, URLSigner(b"k" * 32))
     received = asyncio.run(
@@ -67,6 +65,15 @@ def test_a_streamed_upload_is_stored_whole_under_its_digest(tmp_path: Path, chun
     assert (received.size, received.sha256) == (len(data), digest)
     assert store.path("t/0", digest).read_bytes() == data
     assert list(store.tmp.iterdir()) == []
+
+
+@pytest.mark.parametrize("chunk", [1, 4_096, 100_003, 1_000_000])
+def test_a_streamed_upload_is_stored_whole_under_its_digest(tmp_path: Path, chunk: int) -> None:
+    _stored_whole(
+        tmp_path,
+        random.Random(chunk).randbytes(5 * 1024 * 1024 + 17 if chunk > 1 else 300_000),
+        chunk,
+    )
 
 
 def test_a_wrong_digest_leaves_nothing(tmp_path: Path) -> None:
@@ -87,15 +94,7 @@ def test_a_small_body_is_stored_whole_on_either_side_of_the_inline_bound(
 ) -> None:
     """At most ``_INLINE_BYTES``, hashed on the loop and written by the placing thread;
     past it, by the worker threads: the same bytes in place either way."""
-    data = random.Random(length).randbytes(length)
-    digest = hashlib.sha256(data).hexdigest()
-    store = local.LocalBlobStore(tmp_path, URLSigner(b"k" * 32))
-    received = asyncio.run(
-        store.receive("t/0", _chunks(data, chunk), size=len(data), sha256=digest)
-    )
-    assert (received.size, received.sha256) == (len(data), digest)
-    assert store.path("t/0", digest).read_bytes() == data
-    assert list(store.tmp.iterdir()) == []
+    _stored_whole(tmp_path, random.Random(length).randbytes(length), chunk)
 
 
 @pytest.mark.parametrize("length", [100, local._INLINE_BYTES])

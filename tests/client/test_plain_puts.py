@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import socket
-import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,6 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.client.loopback import LoopbackServer
 from tracesets import Client, ClientError, RetryPolicy
 from tracesets.client.files import LocalFile
 from tracesets.client.models import UploadTarget
@@ -25,28 +25,13 @@ from tracesets.client.models import UploadTarget
 SIZE = 3 * 1024 * 1024 + 17  # more than one sendfile block
 
 
-class Store:
+class Store(LoopbackServer):
     """Answers PUTs by ``script`` (then 200 for ever), keeps the whole bodies received."""
 
     def __init__(self, script: list[str]) -> None:
         self.script = script
         self.bodies: list[bytes] = []
-        self.connections = 0
-        self.lock = threading.Lock()
-        self.server = socket.create_server(("127.0.0.1", 0))
-        self.port = self.server.getsockname()[1]
-        self.thread = threading.Thread(target=self._accept, daemon=True)
-        self.thread.start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                peer, _ = self.server.accept()
-            except OSError:
-                return
-            with self.lock:
-                self.connections += 1
-            threading.Thread(target=self._serve, args=(peer,), daemon=True).start()
+        super().__init__()
 
     def _serve(self, peer: socket.socket) -> None:
         with peer, peer.makefile("rb") as reading:
@@ -80,9 +65,6 @@ class Store:
 
     def url(self, name: str) -> str:
         return f"http://127.0.0.1:{self.port}/store/{name}?signature=x"
-
-    def close(self) -> None:
-        self.server.close()
 
 
 @pytest.fixture

@@ -13,44 +13,30 @@ import gzip
 import hashlib
 import json
 import socket
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.client.loopback import LoopbackServer
 from tracesets import Client, ClientError, RetryPolicy
 
 SIZE = 3 * 1024 * 1024 + 17  # more than one read block
 FILES = {f"rank{index}.bin": bytes([index + 1]) * SIZE for index in range(3)}
 
 
-class Service:
+class Service(LoopbackServer):
     """Answers a file's route with a redirect, and its signed URL by ``script`` (then the
     bytes for ever); counts the connections and the requests of each kind."""
 
     def __init__(self, script: list[str]) -> None:
         self.script = script
-        self.connections = 0
         self.redirects = 0
         self.reads = 0
         self.headers: list[dict[str, str]] = []
         self.bodies: list[bytes] = []
-        self.lock = threading.Lock()
-        self.server = socket.create_server(("127.0.0.1", 0))
-        self.port = self.server.getsockname()[1]
+        super().__init__()
         self.url = f"http://127.0.0.1:{self.port}"
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                peer, _ = self.server.accept()
-            except OSError:
-                return
-            with self.lock:
-                self.connections += 1
-            threading.Thread(target=self._serve, args=(peer,), daemon=True).start()
 
     def _serve(self, peer: socket.socket) -> None:
         with peer, peer.makefile("rb") as reading:
@@ -113,9 +99,6 @@ class Service:
             return False
         peer.sendall(body)
         return True
-
-    def close(self) -> None:
-        self.server.close()
 
 
 @pytest.fixture
