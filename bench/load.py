@@ -280,6 +280,10 @@ def report(
 
 def run_once(args: argparse.Namespace, env: dict[str, str], backends: str) -> dict[str, Any]:
     """One fresh service, ``args.clients`` clients for ``args.seconds``; its figures."""
+    # Each run starts with no dirty pages of the run before: on ext4 an fsync may wait for
+    # them to reach the disk, and the service's PUTs fsync (in two runs, the third round's
+    # PUTs stalled 2-3 s just after the other service's round).
+    os.sync()
     with tempfile.TemporaryDirectory(prefix="tracesets-load-") as scratch:
         workdir = Path(scratch)
         port = free_port()
