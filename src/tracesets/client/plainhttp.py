@@ -69,9 +69,7 @@ class PlainHttp:
     ) -> httpx.Response:
         """PUT ``length`` bytes of ``path`` from ``offset``; ``moved(count)`` as they go
         (it may raise to stop the PUT, whose connection is then closed)."""
-        target = urlsplit(url)
-        where = target.path + (f"?{target.query}" if target.query else "")
-        address = (target.hostname or "", target.port or 80)
+        address, where = _target(url)
         connection = self._take(address)
         try:
             try:
@@ -113,9 +111,7 @@ class PlainHttp:
         unless given) for each read; with ``stream``, the answer's body is read as its
         ``iter_bytes()`` goes (the connection is kept once it is read whole). An
         ``httpx.URL`` is not parsed again for the answer's request (a signed URL is long)."""
-        target = urlsplit(str(url))
-        where = (target.path or "/") + (f"?{target.query}" if target.query else "")
-        address = (target.hostname or "", target.port or 80)
+        address, where = _target(str(url))
         connection = self._take(address)
         try:
             _wait_at_most(connection, self._timeout if timeout is None else timeout)
@@ -232,6 +228,13 @@ class _Body(httpx.SyncByteStream):
 
     def close(self) -> None:
         self._done()
+
+
+def _target(url: str) -> tuple[Address, str]:
+    """Where ``url``'s connection goes, and the target its request line names."""
+    parts = urlsplit(url)
+    where = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    return (parts.hostname or "", parts.port or 80), where
 
 
 def _wait_at_most(connection: http.client.HTTPConnection, seconds: float) -> None:
