@@ -266,7 +266,6 @@ class LocalBlobStore:
         body is hashed here and written with the fsync that places it, one hand-off to a
         thread instead of two (each waits a turn of a busy event loop)."""
         received = 0
-        submitted = False
         block: list[bytes] = []
         buffered = 0
         queued: deque[list[concurrent.futures.Future[None]]] = deque()
@@ -279,13 +278,12 @@ class LocalBlobStore:
                 buffered += len(chunk)
                 block_size, depth = _pipeline(self._receiving)
                 if buffered >= block_size:
-                    submitted = True
                     queued.append(self._submit(sink, block))
                     block = []
                     buffered = 0
                     while len(queued) > depth:
                         await settle(queued.popleft())
-            if not submitted and buffered <= _INLINE_BYTES:
+            if buffered == received <= _INLINE_BYTES:  # the whole body, never submitted
                 sink.hash(block)  # some 45 µs at most
                 return received, block
             if block:
