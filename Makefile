@@ -14,7 +14,11 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
 
+# The package is installed editable, so its bytecode is written here, as a wheel's install
+# writes it; Python cannot cache it itself where PYTHONDONTWRITEBYTECODE is set, and each
+# start of `tracesets` would compile every module it imports again (bench/README).
 setup: $(BIN)/.installed
+	$(BIN)/python -m compileall -q src
 
 serve: setup  ## set up, then run the service on SQLite and ./tracesets-data
 	$(BIN)/tracesets serve --host $(HOST) --port $(PORT) --data-dir $(DATA_DIR)

@@ -51,7 +51,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
-from servers import program
+from servers import compiled, program
 
 ROOT: Final = Path(__file__).resolve().parents[1]
 REAL_TRACE: Final = ROOT / "tests/data/traces/sampled_rank-0.json.gz"
@@ -103,7 +103,7 @@ def write_job(folder: Path, ranks: int) -> list[Path]:
 
 
 def base_tree(rev: str, into: Path) -> Path:
-    """The ``src`` folder of ``rev``, for ``PYTHONPATH``."""
+    """The ``src`` folder of ``rev``, compiled, for ``PYTHONPATH``."""
     archive = subprocess.run(
         ["git", "archive", "--format=tar", rev, "src"], cwd=ROOT, capture_output=True, check=True
     ).stdout
@@ -112,7 +112,7 @@ def base_tree(rev: str, into: Path) -> Path:
     tar_path.write_bytes(archive)
     with tarfile.open(tar_path) as tar:
         tar.extractall(into, filter="data")
-    return into / "src"
+    return compiled(into / "src")
 
 
 def lay_out_store(paths: list[Path], store_root: Path) -> Path:
@@ -255,7 +255,8 @@ def where_time_goes(folder: Path) -> None:
     """Today's ``tracesets inspect`` taken apart, one step after the other in this process
     (the figures' pass alone in one process, as before, to show its own cost)."""
     before = _children_cpu()
-    subprocess.run([sys.executable, "-c", "import tracesets.cli.main"], check=True)
+    imports = "from tracesets.cli.main import command_line; command_line(['inspect'])"
+    subprocess.run([sys.executable, "-c", imports], check=True)
     steps = [("start-up: Python and the imports", _children_cpu() - before)]
 
     from rich.console import Console

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import httpx
-from servers import LOOPBACK, free_port, running, service_argv
+from servers import LOOPBACK, compiled, free_port, running, service_argv
 
 from tracesets.client.retry import RetryPolicy, retry_after
 
@@ -347,7 +347,10 @@ def main() -> None:
         backends = "PostgreSQL + local files"
     services = {"this": env}
     if args.base_src is not None:
-        services = {"base": {**env, "PYTHONPATH": str(args.base_src.resolve())}, "this": env}
+        services = {
+            "base": {**env, "PYTHONPATH": str(compiled(args.base_src.resolve()))},
+            "this": env,
+        }
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in services}
     for round_ in range(1, args.rounds + 1):
         for name, service_env in services.items():

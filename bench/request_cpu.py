@@ -31,6 +31,8 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlsplit
 
+from servers import compiled
+
 STEPS: Final = ("upload-url", "PUT", "complete", "get", "list", "promote")
 TOKEN: Final = "bench-token-" + "0" * 24
 METADATA: Final = {"shape": {"rankCount": 8}, "parallelism": {"dp": 4, "tp": 2}}
@@ -186,7 +188,7 @@ def main() -> None:
         return
     sides: dict[str, str | None] = {"this": None}
     if args.base_src is not None:
-        sides = {"base": str(args.base_src.resolve()), "this": None}
+        sides = {"base": str(compiled(args.base_src.resolve())), "this": None}
     runs: dict[str, list[dict[str, float]]] = {side: [] for side in sides}
     for round_ in range(1, args.rounds + 1):
         for side, python_path in sides.items():

@@ -24,6 +24,16 @@ LOOPBACK: Final = "127.0.0.1"
 VENV_BIN: Final = Path(sys.executable).parent
 
 
+def compiled(source: Path) -> Path:
+    """``source`` (a ``src`` folder) with its bytecode written, as installing a wheel
+    writes it: a program started from sources Python may not cache
+    (``PYTHONDONTWRITEBYTECODE``) compiles every module it imports at each start, which
+    would be counted as the program's start-up. ``make setup`` does the same for this
+    checkout's ``src``."""
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(source)], check=True)
+    return source
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((LOOPBACK, 0))

@@ -38,8 +38,14 @@ def _loaded_after(statement: str, candidates: tuple[str, ...]) -> list[str]:
         # tracesets upload from a script: no terminal's bars, no httpx command line (click,
         # pygments), no per-rank analysis; only its header reader.
         (
-            "import tracesets.cli.main, tracesets.cli.reading",
+            "from tracesets.cli.main import command_line; command_line(['upload']); "
+            "import tracesets.cli.reading",
             ("rich.console", "rich.progress", "pygments", "click", "tracesets.analysis"),
+        ),
+        # tracesets inspect reads local files: none of the client's HTTP stack.
+        (
+            "from tracesets.cli.main import command_line; command_line(['inspect', '--json'])",
+            ("httpx", "http.client", "pydantic", "tracesets.client.sync", "tracesets.cli.upload"),
         ),
     ],
 )

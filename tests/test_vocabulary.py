@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 from typer.testing import CliRunner
 
-from tracesets.cli.main import app
+from tracesets.cli.main import command_line
 from tracesets.client import AsyncClient, Client
 from tracesets.db.listing import FILTER_COLUMNS, VERDICT_COLUMNS
 from tracesets.vocabulary import FILTERS, ListFilter, ListFilters
@@ -47,7 +47,7 @@ def test_the_list_route_takes_each_filter_and_its_alias() -> None:
 
 
 def test_the_command_line_has_an_option_for_each_filter() -> None:
-    shown = CliRunner().invoke(app, ["list", "--help"], env={"COLUMNS": "200"}).output
+    shown = CliRunner().invoke(command_line(), ["list", "--help"], env={"COLUMNS": "200"}).output
     options = set(re.findall(r"--[a-z-]+", shown))
     for name in NAMES:
         assert "--" + name.replace("_", "-") in options
@@ -114,7 +114,7 @@ def test_the_list_command_sends_the_filters_given(monkeypatch: Any) -> None:
     )
     args = ["list", "--json", "--no-inspected-ok", "--ranks-consistent", "--status", "ready"]
     args += ["--url", "http://127.0.0.1:9", "--token", "tsk_test_token_0000"]
-    shown = CliRunner().invoke(app, args)
+    shown = CliRunner().invoke(command_line(), args)
     assert shown.exit_code == 0, shown.output
     assert [dict(params) for params in seen] == [
         {"status": "ready", "inspected_ok": "false", "ranks_consistent": "true", "limit": "51"}

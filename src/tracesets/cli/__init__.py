@@ -21,8 +21,10 @@ def run() -> None:
     an upload's 0.5 s (bench/README). Cycles made afterwards are collected as usual."""
     gc.disable()
     try:
-        from tracesets.cli.main import main
+        from tracesets.cli.main import command_line, main
+
+        app = command_line(sys.argv[1:])
     finally:
         gc.freeze()
         gc.enable()
-    main()
+    main(app)

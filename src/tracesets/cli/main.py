@@ -3,51 +3,97 @@
 Twine's habit: every refusal is one ``ClientError``, which ``main`` prints as one line
 (then one line per problem: member, value, rule) and turns into exit code 1. Usage
 errors exit 2, as click's own do.
+
+A command's module is imported only when that command runs (or the command list is
+asked for): ``tracesets inspect`` reads local files and never needs the client's HTTP
+stack, which is half of the start-up of a command that imports all of them.
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
+from collections.abc import Sequence
+from typing import Final, NamedTuple
 
 import typer
 
-from tracesets.cli import add, commands, inspect, server, upload, worker
 from tracesets.cli.output import REFUSED, error_lines, warn
 from tracesets.client import ClientError
 
-app = typer.Typer(
-    name="tracesets",
-    help="Keep the traces of distributed ML training runs as tracesets.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    # click's plain help wraps at word boundaries; rich's panels cut long words with "…".
-    rich_markup_mode=None,
-)
-token_app = typer.Typer(
-    help="Manage the bearer tokens of workspaces.", no_args_is_help=True, rich_markup_mode=None
-)
 
-# Short helps fit the command list in 80 columns, which would otherwise cut them with "...".
-app.command("upload", short_help="Upload files or folders as one traceset.")(upload.upload)
-app.command("add-files", short_help="Add files to a pending traceset.")(add.add_files)
-app.command("list", short_help="List tracesets, newest first.")(commands.list_)
-app.command("show", short_help="Print a traceset, with its inspection.")(commands.show)
-app.command("promote", short_help="Promote a ready traceset.")(commands.promote)
-app.command("download", short_help="Download a traceset's files.")(commands.download)
-app.command("delete", short_help="Delete tracesets and their files.")(commands.delete)
-app.command("inspect", short_help="Print what local traces say about their ranks.")(inspect.inspect)
-app.command("serve", short_help="Start the service.")(server.serve)
-app.command("worker", short_help="Inspect queued tracesets; no HTTP.")(worker.worker)
-app.add_typer(token_app, name="token")
-token_app.command("create", short_help="Print a new token for a workspace.")(server.token_create)
-token_app.command("revoke", short_help="Revoke a token.")(server.token_revoke)
-token_app.command("list", short_help="List tokens, never their values.")(server.token_list)
+class Command(NamedTuple):
+    module: str
+    function: str
+    #: Short helps fit the command list in 80 columns, which would otherwise cut them.
+    short_help: str
 
 
-def main() -> None:
+COMMANDS: Final = {
+    "upload": Command("upload", "upload", "Upload files or folders as one traceset."),
+    "add-files": Command("add", "add_files", "Add files to a pending traceset."),
+    "list": Command("commands", "list_", "List tracesets, newest first."),
+    "show": Command("commands", "show", "Print a traceset, with its inspection."),
+    "promote": Command("commands", "promote", "Promote a ready traceset."),
+    "download": Command("commands", "download", "Download a traceset's files."),
+    "delete": Command("commands", "delete", "Delete tracesets and their files."),
+    "inspect": Command("inspect", "inspect", "Print what local traces say about their ranks."),
+    "serve": Command("server", "serve", "Start the service."),
+    "worker": Command("worker", "worker", "Inspect queued tracesets; no HTTP."),
+}
+TOKEN_COMMANDS: Final = {
+    "create": Command("server", "token_create", "Print a new token for a workspace."),
+    "revoke": Command("server", "token_revoke", "Revoke a token."),
+    "list": Command("server", "token_list", "List tokens, never their values."),
+}
+TOKEN: Final = "token"
+
+
+def _add(app: typer.Typer, name: str, command: Command) -> None:
+    module = importlib.import_module(f"tracesets.cli.{command.module}")
+    app.command(name, short_help=command.short_help)(getattr(module, command.function))
+
+
+def command_line(args: Sequence[str] | None = None) -> typer.Typer:
+    """The program, holding only the command ``args`` name when they name one (every
+    command otherwise: the command list, a mistyped name). click then parses ``args``
+    exactly as it would with every command there."""
+    app = typer.Typer(
+        name="tracesets",
+        help="Keep the traces of distributed ML training runs as tracesets.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        # click's plain help wraps at word boundaries; rich's panels cut long words with "…".
+        rich_markup_mode=None,
+    )
+    # A group even when it holds one command: typer would otherwise make that command
+    # the whole program, taking its name for an argument.
+    app.callback()(_program)
+    asked = args[0] if args else None
+    only = asked if asked in COMMANDS or asked == TOKEN else None
+    for name, command in COMMANDS.items():
+        if only in (None, name):
+            _add(app, name, command)
+    if only in (None, TOKEN):
+        token_app = typer.Typer(
+            help="Manage the bearer tokens of workspaces.",
+            no_args_is_help=True,
+            rich_markup_mode=None,
+        )
+        for name, command in TOKEN_COMMANDS.items():
+            _add(token_app, name, command)
+        app.add_typer(token_app, name=TOKEN)
+    return app
+
+
+def _program() -> None:
+    pass
+
+
+def main(app: typer.Typer | None = None) -> None:
     try:
-        app()
+        (app or command_line(sys.argv[1:]))()
     except ClientError as error:
         for line in error_lines(error):
             warn(line)

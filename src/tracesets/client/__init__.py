@@ -1,8 +1,9 @@
 """The Python client of the Tracesets service: ``Client``, its asyncio twin, one exception.
 
-``AsyncClient`` and the result types (pydantic models) are imported on first use (PEP
-562): the command line and blocking programs do not pay for asyncio's client, nor an
-upload for pydantic, at start-up.
+``Client``, ``AsyncClient`` and the result types (pydantic models) are imported on first
+use (PEP 562): the command line and blocking programs do not pay for asyncio's client, nor
+an upload for pydantic, nor ``tracesets inspect`` (which reads local files through
+``client.files``) for httpx, at start-up.
 """
 
 from __future__ import annotations
@@ -13,8 +14,6 @@ from typing import TYPE_CHECKING, Any
 from tracesets.client.downloads import DownloadSummary
 from tracesets.client.errors import ClientError
 from tracesets.client.progress import FilesCallback, ProgressCallback
-from tracesets.client.retry import RetryPolicy
-from tracesets.client.sync import Client
 
 if TYPE_CHECKING:
     from tracesets.client.asynchronous import AsyncClient
@@ -28,6 +27,8 @@ if TYPE_CHECKING:
         UploadTarget,
         UploadUrlResponse,
     )
+    from tracesets.client.retry import RetryPolicy
+    from tracesets.client.sync import Client
 
 __all__ = [
     "AsyncClient",
@@ -50,6 +51,8 @@ __all__ = [
 
 _LAZY = {
     "AsyncClient": "tracesets.client.asynchronous",
+    "Client": "tracesets.client.sync",
+    "RetryPolicy": "tracesets.client.retry",
     **dict.fromkeys(
         (
             "PartTarget",

@@ -16,12 +16,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-import httpx
-
 from tracesets import jsontext
 from tracesets.problems import Problem, TracesetsError
 
 if TYPE_CHECKING:
+    import httpx
+
     from tracesets.wire import ProblemDetails
 
 
@@ -98,6 +98,8 @@ class ClientError(Exception):
 
 
 def _text(response: httpx.Response) -> str:
+    import httpx  # loaded by whoever got the response; ``tracesets inspect`` never does
+
     try:
         response.read()  # a no-op once read; the async client reads before it comes here
         return response.text
@@ -109,6 +111,7 @@ def _problem_details(response: httpx.Response) -> ProblemDetails | None:
     kind = response.headers.get("content-type", "")
     if not kind.startswith(("application/problem+json", "application/json")):
         return None
+    import httpx
     import pydantic  # a refusal's details only: an upload that goes well never needs it
 
     from tracesets.wire import ProblemDetails
