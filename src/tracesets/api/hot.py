@@ -102,7 +102,7 @@ async def complete_traceset(request: Request) -> Response:
 async def promote_traceset(request: Request) -> Response:
     service, workspace, traceset_id = await _traceset_of(request, "promote")
     body = await deps.read_body(request)
-    traceset, warnings = await run_in_threadpool(service.promote, workspace, traceset_id, body)
+    traceset, warnings = await service.promote(workspace, traceset_id, body)
     said, _ = render.within(warnings, render.INSPECTION_LIST_BYTES)
     return render.json_response({**render.traceset(traceset), "warnings": said})
 

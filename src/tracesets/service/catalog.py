@@ -94,8 +94,15 @@ class TracesetService(Uploads, Completion):
                 raise not_found(traceset_id)
             return file_rows.files_from(conn, seq=head.seq, start=start, limit=limit)
 
-    def promote(self, workspace: str, traceset_id: str, body: bytes) -> tuple[Traceset, list[str]]:
-        """Check the new (or stored) metadata with every promotion rule; all or nothing."""
+    async def promote(
+        self, workspace: str, traceset_id: str, body: bytes
+    ) -> tuple[Traceset, list[str]]:
+        """Check the new (or stored) metadata with every promotion rule; all or nothing.
+
+        For a caller on the event loop: the body is read here, the rules run in the
+        transaction, and the loop awaits its commit (``write_async``), so a promotion
+        holds no worker thread while it waits its turn to write.
+        """
         parsed = parse_body(body) if body.strip() else {}
         if not isinstance(parsed, dict):
             raise InvalidRequest.of([Problem("", parsed, "The request body must be a JSON object")])
@@ -145,7 +152,7 @@ class TracesetService(Uploads, Completion):
             assert promoted is not None
             return promoted, check
 
-        promoted, check = self.db.write_soon(promote_row)  # committed with others' writes
+        promoted, check = await self.db.write_async(promote_row)  # committed with others' writes
         # What the traces say against the declaration informs rather than refuses:
         # many frameworks profile only some ranks.
         return promoted, [*check.warnings, *inspection_warnings(promoted)]
