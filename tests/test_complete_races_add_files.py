@@ -1,8 +1,10 @@
 """``complete`` checks the files it read, outside any transaction: a file added meanwhile
-must not end up in a ready traceset without its bytes."""
+must not end up in a ready traceset without its bytes. The same of ``complete_on_loop``,
+the event loop's, which checks a few files on the loop itself."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from collections.abc import Callable
 from pathlib import Path
@@ -13,8 +15,9 @@ import pytest
 from tracesets.api.blobs import BLOB_ROUTE
 from tracesets.db.engine import Database, sqlite_url
 from tracesets.problems import Conflict
-from tracesets.records import Checked
+from tracesets.records import Checked, Traceset
 from tracesets.service.catalog import TracesetService
+from tracesets.service.completion import ON_LOOP_FILES
 from tracesets.storage.local import LocalBlobStore
 from tracesets.storage.signing import URLSigner
 
@@ -22,15 +25,16 @@ BASE = "http://127.0.0.1:1"
 
 
 class ArrivedStore(LocalBlobStore):
-    """Every file has arrived; the first check lets ``during_check`` run in the middle."""
+    """Every file has arrived; a check first runs what ``during_check`` holds."""
 
     during_check: list[Callable[[], object]]
 
     def finish_upload(
         self, key: str, *, size: int, sha256: str | None, upload_id: str | None
     ) -> Checked:
-        while self.during_check:
-            self.during_check.pop()()
+        due, self.during_check[:] = list(self.during_check), []
+        for call in due:  # what a call adds is due at the next check
+            call()
         digest = sha256 or hashlib.sha256(b"").hexdigest()
         return Checked(digest, "sha256", digest)
 
@@ -38,6 +42,20 @@ class ArrivedStore(LocalBlobStore):
 def body(*names: str) -> bytes:
     files = [{"name": n, "size": 1, "role": "primary", "sha256": "a" * 64} for n in names]
     return orjson.dumps({"files": files})
+
+
+Complete = Callable[[TracesetService, str], Traceset]
+
+
+def on_loop(service: TracesetService, traceset_id: str) -> Traceset:
+    return asyncio.run(service.complete_on_loop("ws", traceset_id))
+
+
+@pytest.fixture(params=["in a thread", "on the loop"])
+def complete(request: pytest.FixtureRequest) -> Complete:
+    if request.param == "on the loop":
+        return on_loop
+    return lambda service, traceset_id: service.complete("ws", traceset_id)
 
 
 @pytest.fixture
@@ -50,7 +68,7 @@ def service(tmp_path: Path) -> TracesetService:
 
 
 def test_a_file_added_while_complete_checks_the_others_keeps_the_traceset_pending(
-    service: TracesetService,
+    service: TracesetService, complete: Complete
 ) -> None:
     create = orjson.dumps(
         {
@@ -66,8 +84,82 @@ def test_a_file_added_while_complete_checks_the_others_keeps_the_traceset_pendin
         lambda: service.add_files("ws", traceset.id, body("rank1.json"), BASE)
     )
     with pytest.raises(Conflict) as refused:
-        service.complete("ws", traceset.id)
+        complete(service, traceset.id)
     assert [p.value for p in refused.value.problems] == ["rank1.json"]
     assert service.get("ws", traceset.id).status == "pending"
-    assert service.complete("ws", traceset.id).status == "ready"  # both checked this time
+    assert complete(service, traceset.id).status == "ready"  # both checked this time
     assert [f.name for f in service.get("ws", traceset.id).files] == ["rank0.json", "rank1.json"]
+
+
+def _land(service: TracesetService, traceset_id: str, digest: str) -> None:
+    """What a PUT that lands records: the file's digest."""
+    with service.db.write() as conn:
+        seq = conn.exec_driver_sql("SELECT seq FROM tracesets WHERE id = ?", (traceset_id,))
+        conn.exec_driver_sql(
+            "UPDATE files SET sha256 = ? WHERE traceset_seq = ?", (digest, seq.scalar_one())
+        )
+
+
+def _undeclared(service: TracesetService) -> str:
+    create = {
+        "name": "job",
+        "files": [{"name": "rank0.json", "size": 1, "role": "primary"}],
+        "workloadMetadata": {"shape": {"rankCount": 1}},
+    }
+    traceset, _ = service.create_upload("ws", orjson.dumps(create), BASE)
+    return traceset.id
+
+
+def test_a_put_landing_while_complete_checks_is_checked_again(
+    service: TracesetService, complete: Complete
+) -> None:
+    traceset_id = _undeclared(service)
+    store = service.store
+    assert isinstance(store, ArrivedStore)
+    store.during_check.append(lambda: _land(service, traceset_id, "b" * 64))
+    done = complete(service, traceset_id)
+    assert done.status == "ready"
+    assert [f.sha256 for f in service.get("ws", traceset_id).files] == ["b" * 64]
+
+
+def test_puts_that_keep_landing_end_complete_with_a_conflict(
+    service: TracesetService, complete: Complete
+) -> None:
+    traceset_id = _undeclared(service)
+    store = service.store
+    assert isinstance(store, ArrivedStore)
+    landed = iter(f"{n:064x}" for n in range(1, 100))
+
+    def land_again() -> None:
+        _land(service, traceset_id, next(landed))
+        store.during_check.append(land_again)
+
+    store.during_check.append(land_again)
+    with pytest.raises(Conflict) as refused:
+        complete(service, traceset_id)
+    assert "kept arriving" in refused.value.problems[0].message
+    store.during_check.clear()
+    assert service.get("ws", traceset_id).status == "pending"
+
+
+@pytest.mark.parametrize(
+    ("files", "threads"), [(ON_LOOP_FILES, []), (ON_LOOP_FILES + 1, ["complete"])]
+)
+def test_the_loop_checks_a_few_files_itself_and_hands_more_to_a_thread(
+    service: TracesetService, monkeypatch: pytest.MonkeyPatch, files: int, threads: list[str]
+) -> None:
+    handed: list[str] = []
+    to_thread = asyncio.to_thread
+
+    async def counted(work: Callable[..., Traceset], *args: object) -> Traceset:
+        handed.append(work.__name__)
+        return await to_thread(work, *args)
+
+    monkeypatch.setattr(asyncio, "to_thread", counted)
+    names = [f"rank{i}.json" for i in range(files)]
+    metadata = {"shape": {"rankCount": files}}
+    create = {**orjson.loads(body(*names)), "name": "job", "workloadMetadata": metadata}
+    traceset, _ = service.create_upload("ws", orjson.dumps(create), BASE)
+    done = on_loop(service, traceset.id)
+    assert (done.status, handed) == ("ready", threads)
+    assert on_loop(service, traceset.id).status == "ready"  # again: unchanged, in a thread

@@ -8,7 +8,9 @@ the order FastAPI made them (its dependencies are solved in parameter order: the
 and its rate limit, 401 and 429; the scope, 403; the traceset id; then the body's type
 and size, 415 and 413, and headers by their declared constraints), with the same
 functions (``deps``). With local files, upload-url's checks and the service's own run on
-the event loop and only the commit is awaited (``create_upload_on_loop``).
+the event loop and only the commit is awaited (``create_upload_on_loop``), as complete's
+do for a traceset of a few files on SQLite (``complete_on_loop``) and promote's always:
+a worker thread waiting for its turn to write is one the pool lacks under many clients.
 
 The description is still FastAPI's, generated from each operation's declaration in
 ``routes`` and ``blobs`` (its path, methods, parameters and answers): ``HotRoute`` takes
@@ -95,7 +97,10 @@ async def get_traceset(request: Request) -> Response:
 
 async def complete_traceset(request: Request) -> Response:
     service, workspace, traceset_id = await _traceset_of(request, "write")
-    traceset = await run_in_threadpool(service.complete, workspace, traceset_id)
+    if request.app.state.transfers is not None and service.reads_inline:
+        traceset = await service.complete_on_loop(workspace, traceset_id)
+    else:  # S3 checks each file with a request; PostgreSQL's reads are round trips
+        traceset = await run_in_threadpool(service.complete, workspace, traceset_id)
     return render.json_response(render.traceset(traceset))
 
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from typing import Final
 
 from sqlalchemy import Connection
 
@@ -17,6 +19,12 @@ from tracesets.storage.base import UploadIncomplete, blob_key
 
 #: Rounds of complete's check-then-commit while uploads keep replacing files.
 _COMPLETE_ATTEMPTS = 3
+#: Files of a traceset ``complete_on_loop`` checks on the event loop, at most: a look at
+#: each file's name (a ``stat``) and their rows, tens of microseconds each.
+ON_LOOP_FILES: Final = 64
+#: What making a traceset ready gives: the traceset after (None when a file's digest
+#: changed since it was checked), whether its files were adopted, whether it was queued.
+_Ready = tuple[Traceset | None, bool, bool]
 
 
 def _base64_sha256(hex_digest: str) -> str:
@@ -35,19 +43,38 @@ class Completion(ServiceCore):
             traceset = self.get(workspace, traceset_id)
             if traceset.status != "pending":
                 return traceset
-            done = self._mark_ready(workspace, traceset_id, self._finished(traceset))
+            digests = self._finished(traceset)
+            done = self._adopted(
+                traceset_id,
+                digests,
+                self.db.write_soon(self._ready(workspace, traceset_id, digests)),
+            )
             if done is not None:
                 return done
-        raise Conflict.of(
-            [
-                Problem(
-                    "files",
-                    traceset_id,
-                    "Files kept arriving while the upload was being completed; complete it "
-                    "again once every upload has ended",
+        raise _kept_arriving(traceset_id)
+
+    async def complete_on_loop(self, workspace: str, traceset_id: str) -> Traceset:
+        """``complete`` for a caller on the event loop, where checking a file is a look at
+        its name (local files) and a read takes microseconds (SQLite): a pending traceset
+        of up to ON_LOOP_FILES files is checked on the loop and only the commit is awaited,
+        as upload-url's is; any other goes to a worker thread, whose wait for the commit
+        would otherwise hold one of the pool's threads under many clients."""
+        for _ in range(_COMPLETE_ATTEMPTS):
+            with self.db.read() as conn:
+                traceset = queries.get_traceset(
+                    conn, workspace=workspace, traceset_id=traceset_id, files_limit=ON_LOOP_FILES
                 )
-            ]
-        )
+            if traceset is None:
+                raise not_found(traceset_id)
+            assert traceset.counted is not None  # read with files_limit
+            if traceset.status != "pending" or traceset.counted.count > ON_LOOP_FILES:
+                return await asyncio.to_thread(self.complete, workspace, traceset_id)
+            digests = self._finished(traceset)
+            committed = await self.db.write_async(self._ready(workspace, traceset_id, digests))
+            done = self._adopted(traceset_id, digests, committed)
+            if done is not None:
+                return done
+        raise _kept_arriving(traceset_id)
 
     def _finished(self, traceset: Traceset) -> dict[int, Checked]:
         """How the store found each file whole; Conflict naming every file not whole."""
@@ -105,15 +132,15 @@ class Completion(ServiceCore):
         finally:  # a store failing ends the checks not yet started
             pool.shutdown(cancel_futures=True)
 
-    def _mark_ready(
+    def _ready(
         self, workspace: str, traceset_id: str, digests: dict[int, Checked]
-    ) -> Traceset | None:
-        """Ready with ``digests``, in one transaction holding the traceset's row (a PUT
-        takes it too); None if a file's recorded digest changed since they were read."""
+    ) -> Callable[[Connection], _Ready]:
+        """The transaction making the traceset ready with ``digests``, holding its row (a
+        PUT takes it too): the traceset after (None if a file's recorded digest changed
+        since they were read), whether its files were adopted, whether it was queued."""
         now = utcnow()
 
-        def ready_row(conn: Connection) -> tuple[Traceset | None, bool, bool]:
-            """The traceset after, whether its files were adopted, whether it was queued."""
+        def ready_row(conn: Connection) -> _Ready:
             queued = adopted = False
             current = queries.get_traceset(
                 conn, workspace=workspace, traceset_id=traceset_id, for_update=True
@@ -144,11 +171,16 @@ class Completion(ServiceCore):
             assert done is not None
             return done, adopted, queued
 
-        done, adopted, queued = self.db.write_soon(ready_row)  # committed with others' writes
+        return ready_row
+
+    def _adopted(
+        self, traceset_id: str, digests: dict[int, Checked], committed: _Ready
+    ) -> Traceset | None:
+        """After the commit: from now on no upload can become one of these files."""
+        done, adopted, queued = committed
         if done is None:
             return None
         if adopted:
-            # After the commit: from now on no upload can become one of these files.
             self.store.drop_superseded(
                 traceset_id,
                 {blob_key(traceset_id, idx): c.sha256 for idx, c in digests.items()},
@@ -156,3 +188,16 @@ class Completion(ServiceCore):
         if queued and self.on_inspection_queued is not None:
             self.on_inspection_queued()
         return done
+
+
+def _kept_arriving(traceset_id: str) -> Conflict:
+    return Conflict.of(
+        [
+            Problem(
+                "files",
+                traceset_id,
+                "Files kept arriving while the upload was being completed; complete it "
+                "again once every upload has ended",
+            )
+        ]
+    )
