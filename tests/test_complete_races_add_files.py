@@ -78,8 +78,7 @@ def test_a_file_added_while_complete_checks_the_others_keeps_the_traceset_pendin
         }
     )
     traceset, _ = service.create_upload("ws", create, BASE)
-    store = service.store
-    assert isinstance(store, ArrivedStore)
+    store = _arrived(service)
     store.during_check.append(
         lambda: service.add_files("ws", traceset.id, body("rank1.json"), BASE)
     )
@@ -100,6 +99,11 @@ def _land(service: TracesetService, traceset_id: str, digest: str) -> None:
         )
 
 
+def _arrived(service: TracesetService) -> ArrivedStore:
+    assert isinstance(service.store, ArrivedStore)
+    return service.store
+
+
 def _undeclared(service: TracesetService) -> str:
     create = {
         "name": "job",
@@ -114,8 +118,7 @@ def test_a_put_landing_while_complete_checks_is_checked_again(
     service: TracesetService, complete: Complete
 ) -> None:
     traceset_id = _undeclared(service)
-    store = service.store
-    assert isinstance(store, ArrivedStore)
+    store = _arrived(service)
     store.during_check.append(lambda: _land(service, traceset_id, "b" * 64))
     done = complete(service, traceset_id)
     assert done.status == "ready"
@@ -126,8 +129,7 @@ def test_puts_that_keep_landing_end_complete_with_a_conflict(
     service: TracesetService, complete: Complete
 ) -> None:
     traceset_id = _undeclared(service)
-    store = service.store
-    assert isinstance(store, ArrivedStore)
+    store = _arrived(service)
     landed = iter(f"{n:064x}" for n in range(1, 100))
 
     def land_again() -> None:
