@@ -7,7 +7,8 @@ import asyncio
 import concurrent.futures
 import hashlib
 import random
-from collections.abc import AsyncIterator
+import threading
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -105,3 +106,114 @@ def test_a_small_body_with_a_wrong_digest_leaves_nothing(tmp_path: Path, length:
         asyncio.run(store.receive("t/0", _chunks(data, 4_096), size=len(data), sha256="0" * 64))
     assert list(store.tmp.iterdir()) == []
     assert not (store.blobs / "t").exists() or list((store.blobs / "t").iterdir()) == []
+
+
+def _recorded_by(
+    store: local.LocalBlobStore, calls: list[tuple[str, bool]], outcome: object
+) -> Callable[[str], concurrent.futures.Future[object]]:
+    """A ``record`` that notes its digest and whether the bytes were in place by then,
+    and answers ``outcome`` (raised if an exception) from a thread of its own, as the
+    group commit does."""
+
+    def record(sha256: str) -> concurrent.futures.Future[object]:
+        calls.append((sha256, store.path("t/0", sha256).exists()))
+        done: concurrent.futures.Future[object] = concurrent.futures.Future()
+
+        def answer() -> None:
+            if isinstance(outcome, BaseException):
+                done.set_exception(outcome)
+            else:
+                done.set_result(outcome)
+
+        threading.Thread(target=answer).start()
+        return done
+
+    return record
+
+
+@pytest.mark.parametrize("length", [100, local._MIN_BLOCK * 3])
+def test_the_bytes_are_recorded_once_in_place_and_the_record_answers(
+    tmp_path: Path, length: int
+) -> None:
+    data = random.Random(length).randbytes(length)
+    digest = hashlib.sha256(data).hexdigest()
+    store = local.LocalBlobStore(tmp_path, URLSigner(b"k" * 32))
+    calls: list[tuple[str, bool]] = []
+    received, recorded = asyncio.run(
+        store.receive_and_record(
+            "t/0",
+            _chunks(data, 65_536),
+            size=length,
+            sha256=digest,
+            record=_recorded_by(store, calls, ("pending", digest)),
+        )
+    )
+    assert (received.sha256, recorded) == (digest, ("pending", digest))
+    assert calls == [(digest, True)]
+    assert list(store.tmp.iterdir()) == []
+
+
+def test_a_record_that_fails_fails_the_upload(tmp_path: Path) -> None:
+    data = b"x" * 100
+    store = local.LocalBlobStore(tmp_path, URLSigner(b"k" * 32))
+    calls: list[tuple[str, bool]] = []
+    with pytest.raises(OSError, match="database is locked"):
+        asyncio.run(
+            store.receive_and_record(
+                "t/0",
+                _chunks(data, 10),
+                size=len(data),
+                sha256=None,
+                record=_recorded_by(store, calls, OSError("database is locked")),
+            )
+        )
+    assert len(calls) == 1
+    assert list(store.tmp.iterdir()) == []
+
+
+def test_bytes_refused_are_never_recorded(tmp_path: Path) -> None:
+    data = b"x" * 100
+    store = local.LocalBlobStore(tmp_path, URLSigner(b"k" * 32))
+    calls: list[tuple[str, bool]] = []
+    with pytest.raises(InvalidRequest):
+        asyncio.run(
+            store.receive_and_record(
+                "t/0",
+                _chunks(data, 10),
+                size=len(data),
+                sha256="0" * 64,
+                record=_recorded_by(store, calls, None),
+            )
+        )
+    assert calls == []
+    assert list(store.tmp.iterdir()) == []
+
+
+def test_a_put_left_while_its_record_commits_leaves_the_bytes_in_place(tmp_path: Path) -> None:
+    """The client went away: the request stops waiting, the record still ends (its answer
+    goes nowhere), and the bytes stay under their name, nothing half-written."""
+    data = b"y" * 1000
+    digest = hashlib.sha256(data).hexdigest()
+    store = local.LocalBlobStore(tmp_path, URLSigner(b"k" * 32))
+    pending: list[concurrent.futures.Future[object]] = []
+
+    def record(sha256: str) -> concurrent.futures.Future[object]:
+        pending.append(concurrent.futures.Future())
+        return pending[-1]
+
+    async def leave() -> None:
+        upload = asyncio.create_task(
+            store.receive_and_record(
+                "t/0", _chunks(data, 100), size=len(data), sha256=digest, record=record
+            )
+        )
+        while not pending:
+            await asyncio.sleep(0.001)
+        upload.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await upload
+        pending[0].set_result(("pending", digest))  # the commit ends after all
+
+    asyncio.run(leave())
+    assert store.path("t/0", digest).read_bytes() == data
+    assert list(store.tmp.iterdir()) == []

@@ -9,6 +9,7 @@ under concurrency, an immediate one simply waits its turn (``busy_timeout``).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -146,6 +147,18 @@ class Database:
         if self._group is None:
             return await asyncio.to_thread(self.write_soon, work)
         return await self._group.submit_on_loop(work)
+
+    def write_later(self, work: Callable[[Connection], T]) -> concurrent.futures.Future[T]:
+        """``write_soon`` without waiting: its outcome, once committed, in a future. On
+        PostgreSQL the work runs now, in the calling thread."""
+        if self._group is not None:
+            return self._group.submit(work)
+        done: concurrent.futures.Future[T] = concurrent.futures.Future()
+        try:
+            done.set_result(self.write_soon(work))
+        except Exception as exc:
+            done.set_exception(exc)
+        return done
 
     def write_soon(self, work: Callable[[Connection], T]) -> T:
         """Run ``work`` in a write transaction, committed with others' on SQLite (group

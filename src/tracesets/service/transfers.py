@@ -28,6 +28,7 @@ from tracesets.records import StoredFile
 from tracesets.storage.base import blob_key
 from tracesets.storage.local import LocalBlobStore
 from tracesets.storage.signing import Method, URLSigner
+from tracesets.vocabulary import Status
 
 
 def _gone(key: str) -> NotFound:
@@ -105,21 +106,25 @@ class LocalTransfers:
             if received.sha256 != file.sha256:
                 raise _frozen(key, found.status)
             return
-        received = await self.store.receive(
-            key, chunks, size=file.size, sha256=file.sha256_declared
-        )
-        await self._adopt(found.seq, key, signed.idx, received.sha256)
-
-    async def _adopt(self, seq: int, key: str, idx: int, sha256: str) -> None:
-        """Make the bytes just placed the file's, if its traceset is still pending.
-
-        The row is written in a group commit (on SQLite, one fsync for the PUTs that end
-        together) and the PUT is answered once it is on disk.
-        """
         now = datetime.now(UTC)
-        outcome = await self.db.write_async(
-            lambda conn: file_rows.adopt_received(conn, seq=seq, idx=idx, sha256=sha256, now=now)
+        received, outcome = await self.store.receive_and_record(
+            key,
+            chunks,
+            size=file.size,
+            sha256=file.sha256_declared,
+            record=lambda sha256: self.db.write_later(
+                lambda conn: file_rows.adopt_received(
+                    conn, seq=found.seq, idx=signed.idx, sha256=sha256, now=now
+                )
+            ),
         )
+        self._adopted(key, received.sha256, outcome)
+
+    def _adopted(self, key: str, sha256: str, outcome: tuple[Status, str | None] | None) -> None:
+        """Whether the bytes just placed became the file's: only while its traceset was
+        pending. Its row was written in a group commit (on SQLite, one fsync for the PUTs
+        that end together), started by the thread that placed the bytes
+        (``receive_and_record``); the PUT is answered once it is on disk."""
         if outcome is None:
             self.store.delete(key, sha256)  # deleted while the bytes were arriving
             raise _gone(key)

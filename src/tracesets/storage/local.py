@@ -18,6 +18,7 @@ the network, so the three overlap (both release the GIL); ``storage.sink`` write
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import contextlib
 import errno
@@ -26,11 +27,11 @@ import os
 import shutil
 import uuid
 from collections import deque
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Final
+from typing import Any, Final, TypeVar, cast
 
 from tracesets.inspection.source import FileSource
 from tracesets.problems import InvalidRequest, Problem, ServiceUnavailable
@@ -51,6 +52,20 @@ _MIN_BLOCK: Final = 256 * 1024
 #: that fsyncs it.
 _INLINE_BYTES: Final = 64 * 1024
 _SYNCERS: Final = 32  # uploads fsyncing at once; a thread each, asleep in the kernel
+
+
+R = TypeVar("R")
+
+
+def _settle_with(
+    future: concurrent.futures.Future[Any], result: object, error: BaseException | None
+) -> None:
+    """Hand an outcome to a future its waiter may have cancelled meanwhile."""
+    with contextlib.suppress(concurrent.futures.InvalidStateError):
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,6 +225,33 @@ class LocalBlobStore:
         With ``key`` None the bytes are checked and dropped: a repeated upload of a file
         already in place.
         """
+        received, _ = await self._receive(key, chunks, size, sha256, None)
+        return received
+
+    async def receive_and_record(
+        self,
+        key: str,
+        chunks: AsyncIterator[bytes],
+        *,
+        size: int,
+        sha256: str | None,
+        record: Callable[[str], concurrent.futures.Future[R]],
+    ) -> tuple[Received, R]:
+        """``receive``, then ``record`` the bytes (given their digest) from the thread
+        that placed them: the event loop waits once, for what ``record`` started (the
+        database's commit), not once for the placing and again for the commit. Each wait
+        is a turn of the loop, some 100 ms when it is busy (bench/README)."""
+        received, recorded = await self._receive(key, chunks, size, sha256, record)
+        return received, cast(R, recorded)
+
+    async def _receive(
+        self,
+        key: str | None,
+        chunks: AsyncIterator[bytes],
+        size: int,
+        sha256: str | None,
+        record: Callable[[str], concurrent.futures.Future[Any]] | None,
+    ) -> tuple[Received, Any]:
         try:
             sink = Sink(self.tmp / f"{uuid.uuid4().hex}.part")
         except OSError as exc:
@@ -242,10 +284,13 @@ class LocalBlobStore:
                 )
             if key is None:
                 sink.discard()
-            else:
-                placing = self._syncers.submit(self._place, sink, key, digest, tail)
-                await settle([placing])
-            return Received(received, digest)
+                return Received(received, digest), None
+            recorded: concurrent.futures.Future[Any] = concurrent.futures.Future()
+            placing = self._syncers.submit(self._place, sink, key, digest, tail, record, recorded)
+            try:
+                return Received(received, digest), await asyncio.wrap_future(recorded)
+            finally:  # the sink is discarded below on failure: never under the thread
+                concurrent.futures.wait([placing])
         except BaseException:
             sink.discard()
             raise
@@ -299,14 +344,37 @@ class LocalBlobStore:
         sink.queue(block)
         return [self._workers.submit(sink.hash_next), self._workers.submit(sink.write_next)]
 
-    def _place(self, sink: Sink, key: str, sha256: str, tail: list[bytes]) -> None:
-        if tail:
-            sink.write(tail)
-        final = self._named(key, sha256)
-        final.parent.mkdir(parents=True, exist_ok=True)
-        # Bytes already under this name are the same bytes: replacing them changes nothing.
-        sink.finish(final)
-        _fsync_dir(final.parent)
+    def _place(
+        self,
+        sink: Sink,
+        key: str,
+        sha256: str,
+        tail: list[bytes],
+        record: Callable[[str], concurrent.futures.Future[Any]] | None,
+        recorded: concurrent.futures.Future[Any],
+    ) -> None:
+        """(On a syncer thread) the bytes written, synced and named; then ``record``
+        started, its outcome handed to ``recorded`` when it comes."""
+        try:
+            if tail:
+                sink.write(tail)
+            final = self._named(key, sha256)
+            final.parent.mkdir(parents=True, exist_ok=True)
+            # Bytes already under this name are the same bytes: replacing them changes nothing.
+            sink.finish(final)
+            _fsync_dir(final.parent)
+            if record is None:
+                _settle_with(recorded, None, None)
+                return
+            started = record(sha256)
+        except BaseException as exc:
+            _settle_with(recorded, None, exc)
+            return
+        started.add_done_callback(
+            lambda done: _settle_with(
+                recorded, None if done.exception() else done.result(), done.exception()
+            )
+        )
 
     def size_of(self, key: str, sha256: str) -> int | None:
         try:
