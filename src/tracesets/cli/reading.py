@@ -10,10 +10,12 @@ is the same as reading them one after the other.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
@@ -87,11 +89,13 @@ def read_file(file: LocalFile, figures: bool) -> LocalReading:
 
 
 def _read_batch(files: Sequence[LocalFile], figures: bool) -> list[LocalReading]:
-    if not figures:  # headers make few objects: the collector as it is
-        return [read_file(file, figures) for file in files]
-    from tracesets.analysis.collector import fewer_collections
+    # Headers make few objects: the collector as it is. The figures make many.
+    collector: AbstractContextManager[object] = contextlib.nullcontext()
+    if figures:
+        from tracesets.analysis.collector import fewer_collections
 
-    with fewer_collections():
+        collector = fewer_collections()
+    with collector:
         return [read_file(file, figures) for file in files]
 
 
