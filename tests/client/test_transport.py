@@ -1,8 +1,9 @@
-"""The blocking client sets up TLS only for https:// URLs, and then verifies as httpx does;
+"""The clients set up TLS only for https:// URLs, and then verify as httpx does;
 httpx's plain transport only when httpx is asked for an http:// URL."""
 
 from __future__ import annotations
 
+import asyncio
 import ssl
 import threading
 from collections.abc import Iterator
@@ -12,7 +13,8 @@ import httpx
 import pytest
 
 from tracesets import Client
-from tracesets.client.transport import SchemeTransport
+from tracesets.client import AsyncClient
+from tracesets.client.transport import AsyncSchemeTransport, SchemeTransport
 
 
 class _Hello(BaseHTTPRequestHandler):
@@ -76,3 +78,24 @@ def test_the_plain_transport_can_verify_no_server() -> None:
     assert context.verify_mode == ssl.CERT_REQUIRED
     assert context.cert_store_stats()["x509_ca"] == 0
     transport.close()
+
+
+def test_the_asyncio_client_sets_up_tls_only_for_https(plain_url: str) -> None:
+    async def use() -> None:
+        async with AsyncClient(plain_url, "a-token") as client:
+            transport = client._http._transport
+            assert isinstance(transport, AsyncSchemeTransport)
+            assert transport._tls is None and transport._plain is None  # made on first use
+            assert (await client.whoami()).workspace == "w"
+            assert transport._tls is None and transport._plain is not None
+            with pytest.raises(httpx.ConnectError):  # the server speaks no TLS
+                await client._http.get(plain_url.replace("http://", "https://") + "/x")
+            assert transport._tls is not None
+            context = transport._tls._pool._ssl_context
+            assert context is not None
+            assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
+            assert context.cert_store_stats()["x509_ca"] > 0
+            plain = transport._plain._pool._ssl_context
+            assert plain is not None and plain.cert_store_stats()["x509_ca"] == 0
+
+    asyncio.run(use())

@@ -41,6 +41,7 @@ from tracesets.client.models import (
 from tracesets.client.progress import FilesCallback, ProgressCallback
 from tracesets.client.retry import RetryPolicy
 from tracesets.client.state import UploadState
+from tracesets.client.transport import AsyncSchemeTransport
 from tracesets.uploadrequest import Role
 from tracesets.vocabulary import ListFilters
 
@@ -64,7 +65,10 @@ class AsyncClient(AwaitingIO):
         super().__init__(
             url, token, timeout=timeout, concurrency=concurrency, retry=retry, state=state
         )
-        self._http = httpx.AsyncClient(transport=transport, **self._http_settings())
+        settings = self._http_settings()
+        self._http = httpx.AsyncClient(
+            transport=transport or AsyncSchemeTransport(settings["limits"]), **settings
+        )
 
     async def __aenter__(self) -> Self:
         return self

@@ -1,4 +1,4 @@
-"""The blocking client's transport: each made only when a URL of its scheme is first asked for.
+"""The clients' transports: each made only when a URL of its scheme is first asked for.
 
 httpx's own transport builds a verifying TLS context (loading certifi's CA bundle, 35 to 45 ms
 of CPU) when the client is made, whatever the scheme. A service on plain http:// with its
@@ -54,3 +54,29 @@ class SchemeTransport(httpx.BaseTransport):
             for transport in (self._plain, self._tls):
                 if transport is not None:
                     transport.close()
+
+
+class AsyncSchemeTransport(httpx.AsyncBaseTransport):
+    """``SchemeTransport`` for the asyncio client: its transports made on first use too.
+    One event loop makes them, and nothing awaits between looking and making: no lock."""
+
+    def __init__(self, limits: httpx.Limits) -> None:
+        self._limits = limits
+        self._plain: httpx.AsyncHTTPTransport | None = None
+        self._tls: httpx.AsyncHTTPTransport | None = None
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if request.url.scheme == "http":
+            if self._plain is None:
+                self._plain = httpx.AsyncHTTPTransport(
+                    verify=_trusts_nothing(), limits=self._limits
+                )
+            return await self._plain.handle_async_request(request)
+        if self._tls is None:
+            self._tls = httpx.AsyncHTTPTransport(limits=self._limits)
+        return await self._tls.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        for transport in (self._plain, self._tls):
+            if transport is not None:
+                await transport.aclose()
