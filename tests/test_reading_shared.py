@@ -12,7 +12,7 @@ import pytest
 from tracesets.analysis import analyze_file
 from tracesets.inspection import inspect_file
 from tracesets.inspection.source import BytesSource, inflate_small, inflated_already
-from tracesets.service.reading import _answer_each, read_in_pool, read_stored
+from tracesets.service.reading import PoolFile, _answer_each, read_in_pool, read_stored
 
 TRACES = Path(__file__).parent / "data" / "traces"
 NAMES = ["sampled_rank-0.json.gz", "sampled_rank-1.json.gz", "rank_not_found.json.gz"]
@@ -39,9 +39,24 @@ def test_a_broken_gzip_is_kept_as_nothing_and_read_step_by_step() -> None:
 
 
 def test_a_pool_task_answers_each_file_as_read_alone() -> None:
-    files = [(name, (TRACES / name).read_bytes()) for name in NAMES]
+    datas = {name: (TRACES / name).read_bytes() for name in NAMES}
+    answers = read_in_pool([(name, data) for name, data in datas.items()], None)
+    assert answers == [read_stored(name, BytesSource(data)) for name, data in datas.items()]
+
+
+def test_a_local_file_sent_by_its_path_reads_as_its_bytes_and_a_missing_one_fails_alone(
+    tmp_path: Path,
+) -> None:
+    data = (TRACES / NAMES[0]).read_bytes()
+    files: list[PoolFile] = [
+        ("a", str(TRACES / NAMES[0])),
+        ("gone", str(tmp_path / "gone.json.gz")),
+        ("c", data),
+    ]
     answers = read_in_pool(files, None)
-    assert answers == [read_stored(name, BytesSource(data)) for name, data in files]
+    assert answers[0] == read_stored("a", BytesSource(data))
+    assert answers[2] == read_stored("c", BytesSource(data))
+    assert isinstance(answers[1], FileNotFoundError)
 
 
 def test_a_file_that_fails_in_a_pool_task_fails_alone() -> None:

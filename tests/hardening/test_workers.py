@@ -25,6 +25,7 @@ from tests.workers import (
     wait_for,
     workers_service,
 )
+from tracesets.service.inspections import MAX_BATCH_FILES
 from tracesets.service.stores import open_store
 from tracesets.settings import Settings
 
@@ -111,7 +112,8 @@ def test_a_worker_killed_mid_file_loses_its_files_to_others_after_the_lease(
     short_lease_service: ServerProcess, tmp_path: Path
 ) -> None:
     service = short_lease_service
-    run = Run(tp=4, dp=10, steps=2, kernels_per_step=4)
+    # More files than one claim takes: the holder's claim leaves files to the others.
+    run = Run(tp=4, dp=MAX_BATCH_FILES // 4 + 2, steps=2, kernels_per_step=4)
     files = run_files(run)
     mark = tmp_path / "held"
     workers: list[Worker] = []

@@ -19,7 +19,7 @@ from tracesets.analysis import analyze_file
 from tracesets.analysis import stored as stored_analysis
 from tracesets.analysis.collector import fewer_collections
 from tracesets.inspection import ByteSource, inspect_file
-from tracesets.inspection.source import BytesSource
+from tracesets.inspection.source import BytesSource, FileSource, read_once
 
 #: Modules a pool process starts with (forked from a server that imported them once).
 POOL_PRELOAD: Final = ["tracesets.service.reading"]
@@ -38,18 +38,25 @@ def read_stored(name: str, source: ByteSource) -> str:
     return stored_analysis.dumps(findings, traces)
 
 
+#: A small file sent to the pool: its name, and its bytes or, in a local store, its path
+#: (the pool process reads it: the queue's process neither reads nor passes its bytes).
+PoolFile = tuple[str, bytes | str]
+
+
 def read_in_pool(
-    files: list[tuple[str, bytes]], before: Callable[[str], None] | None
+    files: list[PoolFile], before: Callable[[str], None] | None
 ) -> list[str | Exception]:
-    """(In a pool process) ``read_stored`` of a few small files' bytes, each file's text
-    or what it raised: one task for a few files, since a task's passage between processes
+    """(In a pool process) ``read_stored`` of a few small files, each file's text or what
+    it raised (a file that cannot be read too: the store failed, as when the queue's
+    process reads it): one task for a few files, since a task's passage between processes
     costs the queue's process about a quarter of what reading a rank's trace costs."""
     answers: list[str | Exception] = []
     for name, data in files:
         try:
             if before is not None:
                 before(name)
-            answers.append(read_stored(name, BytesSource(data)))
+            source = BytesSource(data) if isinstance(data, bytes) else read_once(FileSource(data))
+            answers.append(read_stored(name, source))
         except Exception as exc:  # this file's failure, not its neighbours'
             answers.append(exc)
     return answers
@@ -82,7 +89,7 @@ def _answer_each(answers: list[Future[str]], task: Future[list[str | Exception]]
 
 def send_to_pool(
     readers: ProcessPoolExecutor,
-    files: list[tuple[str, bytes]],
+    files: list[PoolFile],
     before: Callable[[str], None] | None,
 ) -> list[Future[str]]:
     """A few small files sent to the pool as one task (``read_in_pool``): each file's
