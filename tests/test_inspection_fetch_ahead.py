@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import FIRST_COMPLETED, Future
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -10,11 +12,11 @@ import pytest
 
 from tracesets.db.engine import Database
 from tracesets.db.inspection_files import Claim
-from tracesets.inspection import ByteSource
+from tracesets.inspection import ByteSource, SourceError
 from tracesets.inspection.source import READ_ONCE_LIMIT, BytesSource, FileSource
 from tracesets.service import fetching
 from tracesets.service.fetching import FETCH_AHEAD, FETCH_AHEAD_BYTES, fetch_ahead, make_room
-from tracesets.service.inspections import InspectionQueue
+from tracesets.service.inspections import MAX_ATTEMPTS, InspectionQueue
 from tracesets.storage.base import BlobStore
 
 MiB = 1024 * 1024
@@ -121,3 +123,38 @@ def test_files_sent_to_the_pool_hold_at_most_the_byte_budget_unread(
     assert len(waited) == 3  # from the third file on, one read first each time
     alone: list[tuple[Claim, Future[str]]] = []
     make_room(alone, 64 * MiB)  # one file is always let through
+
+
+@pytest.mark.parametrize("remote", [True, False])
+def test_a_remote_store_is_fetched_on_threads_a_local_one_where_it_is_read(
+    remote: bool,
+) -> None:
+    """Each read of a remote store is a round trip, worth starting ahead on threads; a
+    local file's opening is a system call, made on the reading thread when its turn
+    comes. Either way every file is read, in order, and a failed opening fails its file."""
+    opened_on: list[str] = []
+
+    class Store(OneFolder):
+        def open_source(self, key: str, *, sha256: str, size: int | None = None) -> ByteSource:
+            opened_on.append(threading.current_thread().name)
+            if key.endswith("/2"):
+                raise SourceError("the store lost rank2.json")
+            return self.source
+
+    store: Any = Store(BytesSource(b'{"traceEvents": []}'))
+    store.remote = remote
+    queue = InspectionQueue(cast(Database, None), cast(BlobStore, store), processes=1)
+    last_attempts = [replace(claim, attempts=MAX_ATTEMPTS) for claim in claims(4, 100)]
+    outcomes = queue._read_batch(last_attempts)  # a failure is recorded, not retried
+    assert [(claim.name, status) for claim, status, _ in outcomes] == [
+        ("rank0.json", "done"),
+        ("rank1.json", "done"),
+        ("rank2.json", "failed"),
+        ("rank3.json", "done"),
+    ]
+    assert "the store lost rank2.json" in outcomes[2][2]
+    assert len(opened_on) == 4
+    if remote:
+        assert all(name.startswith("inspection-fetch") for name in opened_on)
+    else:
+        assert set(opened_on) == {threading.current_thread().name}

@@ -183,9 +183,13 @@ class InspectionQueue:
         readers = self._pool_for(batch)
         sent: list[tuple[Claim, Future[str]]] = []
         task: list[tuple[Claim, bytes | str]] = []  # small files fetched, not yet sent
-        fetching = ThreadPoolExecutor(FETCH_AHEAD, thread_name_prefix="inspection-fetch")
+        fetching = (
+            ThreadPoolExecutor(FETCH_AHEAD, thread_name_prefix="inspection-fetch")
+            if self.store.remote
+            else None
+        )
         try:
-            for claim, source in fetch_ahead(batch, lambda c: fetching.submit(self._open, c)):
+            for claim, source in fetch_ahead(batch, self._fetcher(fetching)):
                 if self.stopping.is_set():
                     break
                 if readers is not None and claim.size <= READ_ONCE_LIMIT:
@@ -207,7 +211,8 @@ class InspectionQueue:
                 if task and readers is not None:
                     sent += self._send(readers, task)
         finally:
-            fetching.shutdown(wait=True, cancel_futures=True)
+            if fetching is not None:
+                fetching.shutdown(wait=True, cancel_futures=True)
         for claim, answer in sent:
             outcome = self._attempt(claim, answer.result)
             if outcome is not None:
@@ -215,6 +220,26 @@ class InspectionQueue:
             if not answer.cancelled() and isinstance(answer.exception(), BrokenProcessPool):
                 self._close_pool()  # a pool process died: the next batch gets a new pool
         return outcomes
+
+    def _fetcher(
+        self, fetching: ThreadPoolExecutor | None
+    ) -> Callable[[Claim], Future[ByteSource]]:
+        """How the batch's files are fetched: a remote store's on threads, ahead of their
+        reading, since each is a round trip; a local file opened when its turn comes, since
+        that is a system call (on a thread and back, 4,096 rank files cost this process 0.3 s
+        of CPU, taken from the pool's processes on the same cores)."""
+        if fetching is not None:
+            return lambda claim: fetching.submit(self._open, claim)
+
+        def opened(claim: Claim) -> Future[ByteSource]:
+            future: Future[ByteSource] = Future()
+            try:
+                future.set_result(self._open(claim))
+            except Exception as exc:  # the store's failure, met when the file is read
+                future.set_exception(exc)
+            return future
+
+        return opened
 
     def _pool_for(self, batch: list[Claim]) -> ProcessPoolExecutor | None:
         """The pool, started if need be; None for one process or one small file."""

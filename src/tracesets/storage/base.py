@@ -58,6 +58,9 @@ class BlobStore(Protocol):
     #: a round trip, so a traceset of 100,000 files waits on them side by side; a local
     #: one reads its own disk, where one at a time is as fast.
     checks_at_once: int
+    #: Whether each read of a file is a round trip to another machine: the inspection
+    #: queue then fetches a batch's files ahead of their reading, on threads.
+    remote: bool
 
     def plan_upload(
         self,

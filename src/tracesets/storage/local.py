@@ -88,6 +88,7 @@ class LocalBlobStore:
     """The ``BlobStore`` of a folder; its upload and download URLs point at the service."""
 
     checks_at_once = 1
+    remote = False
 
     def __init__(
         self,

@@ -63,6 +63,7 @@ CHECKS_AT_ONCE: Final = 16
 
 class S3BlobStore:
     checks_at_once = CHECKS_AT_ONCE
+    remote = True
 
     def __init__(
         self,
