@@ -11,7 +11,6 @@ is the same as reading them one after the other.
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -20,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from tracesets.client.files import LocalFile
+from tracesets.cores import cores
 from tracesets.inspection import FileFinding, FileSource, SourceError, inspect_file
 from tracesets.inspection.source import ByteSource, read_once
 
@@ -116,18 +116,13 @@ def _read_in_processes(
         return None
 
 
-def processes() -> int:
-    """The cores this process may run on."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
 def read_files(
     files: Sequence[LocalFile], *, figures: bool, workers: int | None = None
 ) -> LocalReading:
     """The findings (and figures) of the primary files among ``files``, in their order."""
     primary = [file for file in files if file.role == "primary"]
     least = PARALLEL_FROM if figures else HEADERS_PARALLEL_FROM
-    workers = min(workers or processes(), max(1, len(primary) // least))
+    workers = min(workers or cores(), max(1, len(primary) // least))
     readings = _read_in_processes(primary, figures, workers) if workers > 1 else None
     if readings is None:
         readings = _read_batch(primary, figures)

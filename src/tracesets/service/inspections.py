@@ -48,6 +48,7 @@ from typing import Final
 
 from sqlalchemy import Connection
 
+from tracesets.cores import cores
 from tracesets.db import inspection_files as claims
 from tracesets.db import queries
 from tracesets.db.engine import Database
@@ -56,7 +57,7 @@ from tracesets.inspection import ByteSource
 from tracesets.inspection.source import READ_ONCE_LIMIT, FileSource, fetch, read_once
 from tracesets.service.fetching import FETCH_AHEAD, Stoppable, fetch_ahead, make_room
 from tracesets.service.joined import failure_json, join_results
-from tracesets.service.reading import cores, failed, read_stored, reading_pool, send_to_pool
+from tracesets.service.reading import failed, read_stored, reading_pool, send_to_pool
 from tracesets.storage.base import BlobStore, blob_key
 
 log = logging.getLogger("tracesets.inspection")

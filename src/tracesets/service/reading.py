@@ -25,11 +25,6 @@ from tracesets.inspection.source import BytesSource, FileSource, read_once
 POOL_PRELOAD: Final = ["tracesets.service.reading"]
 
 
-def cores() -> int:
-    """The cores this process may run on."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
 def read_stored(name: str, source: ByteSource) -> str:
     """One file's findings and figures, as its row keeps them."""
     with fewer_collections():  # the figures first: the findings reuse their inflated bytes
