@@ -131,8 +131,10 @@ def sweep(records: Iterable[Record], last_step: float | None) -> GpuTime | None:
                 group_start, group_end = start, end
             elif end > group_end:
                 group_end = end
-            reach_all = end if end > reach_all else reach_all
             while now < start:  # the kinds running from now to start, as they end
+                if reach_all <= now:  # none: idle until start (the span's rest, not a kind's)
+                    now = start
+                    break
                 mask, upto = 0, start
                 if comm > now:
                     mask = 1
@@ -148,6 +150,7 @@ def sweep(records: Iterable[Record], last_step: float | None) -> GpuTime | None:
                     upto = other if other < upto else upto
                 by_mask[mask] += upto - now
                 now = upto
+            reach_all = end if end > reach_all else reach_all
         count += 1
         if kind == COMPUTATION:
             compute = end if end > compute else compute
