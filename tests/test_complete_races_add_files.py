@@ -8,11 +8,13 @@ import asyncio
 import hashlib
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
 
 from tracesets.api.blobs import BLOB_ROUTE
+from tracesets.db import queries
 from tracesets.db.engine import Database, sqlite_url
 from tracesets.problems import Conflict
 from tracesets.records import Checked, Traceset
@@ -164,4 +166,32 @@ def test_the_loop_checks_a_few_files_itself_and_hands_more_to_a_thread(
     traceset, _ = service.create_upload("ws", orjson.dumps(create), BASE)
     done = on_loop(service, traceset.id)
     assert (done.status, handed) == ("ready", threads)
-    assert on_loop(service, traceset.id).status == "ready"  # again: unchanged, in a thread
+    again = on_loop(service, traceset.id)  # completed already: the same answer, as GET's
+    assert again == done == service.read("ws", traceset.id)
+    assert handed == threads * 2  # a few files answered on the loop again, more in a thread
+
+
+@pytest.mark.parametrize("files", [1, ON_LOOP_FILES + 1])
+def test_complete_again_reads_the_answer_s_page_of_files_not_all_of_them(
+    service: TracesetService, complete: Complete, monkeypatch: pytest.MonkeyPatch, files: int
+) -> None:
+    """A repeated complete answers what GET answers, read as GET reads it: a page of
+    files and their count, never every row of a traceset of 100,000 files."""
+    names = [f"rank{i}.json" for i in range(files)]
+    metadata = {"shape": {"rankCount": files}}
+    create = {**orjson.loads(body(*names)), "name": "job", "workloadMetadata": metadata}
+    traceset, _ = service.create_upload("ws", orjson.dumps(create), BASE)
+    complete(service, traceset.id)
+    limits: list[int | None] = []
+    get_traceset = queries.get_traceset
+
+    def read(*args: object, **kwargs: Any) -> Traceset | None:
+        limits.append(kwargs.get("files_limit"))
+        return get_traceset(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(queries, "get_traceset", read)
+    again = complete(service, traceset.id)
+    assert limits and None not in limits
+    monkeypatch.undo()
+    assert again == service.read("ws", traceset.id)
+    assert again.file_summary.count == files and again.status == "ready"

@@ -40,9 +40,11 @@ class Completion(ServiceCore):
         """Check every file in the store, then make the traceset ready with exactly the
         bytes checked: if a file changed in between (a PUT landed), check again."""
         for _ in range(_COMPLETE_ATTEMPTS):
-            traceset = self.get(workspace, traceset_id)
+            traceset = self.read(workspace, traceset_id)
             if traceset.status != "pending":
-                return traceset
+                return traceset  # completed before: the answer shows a page of its files
+            if traceset.file_summary.count > len(traceset.files):
+                traceset = self.get(workspace, traceset_id)  # every file, to check each
             digests = self._finished(traceset)
             done = self._adopted(
                 traceset_id,
@@ -67,8 +69,10 @@ class Completion(ServiceCore):
             if traceset is None:
                 raise not_found(traceset_id)
             assert traceset.counted is not None  # read with files_limit
-            if traceset.status != "pending" or traceset.counted.count > ON_LOOP_FILES:
+            if traceset.counted.count > ON_LOOP_FILES:
                 return await asyncio.to_thread(self.complete, workspace, traceset_id)
+            if traceset.status != "pending":
+                return traceset  # completed before: every file read, as the answer shows them
             digests = self._finished(traceset)
             committed = await self.db.write_async(self._ready(workspace, traceset_id, digests))
             done = self._adopted(traceset_id, digests, committed)
