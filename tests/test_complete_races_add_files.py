@@ -5,7 +5,6 @@ the event loop's, which checks a few files on the loop itself."""
 from __future__ import annotations
 
 import asyncio
-import hashlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,32 +12,14 @@ from typing import Any
 import orjson
 import pytest
 
-from tracesets.api.blobs import BLOB_ROUTE
+from tests.arrived import ArrivedStore, arrived_service
 from tracesets.db import queries
-from tracesets.db.engine import Database, sqlite_url
 from tracesets.problems import Conflict
-from tracesets.records import Checked, Traceset
+from tracesets.records import Traceset
 from tracesets.service.catalog import TracesetService
 from tracesets.service.completion import ON_LOOP_FILES
-from tracesets.storage.local import LocalBlobStore
-from tracesets.storage.signing import URLSigner
 
 BASE = "http://127.0.0.1:1"
-
-
-class ArrivedStore(LocalBlobStore):
-    """Every file has arrived; a check first runs what ``during_check`` holds."""
-
-    during_check: list[Callable[[], object]]
-
-    def finish_upload(
-        self, key: str, *, size: int, sha256: str | None, upload_id: str | None
-    ) -> Checked:
-        due, self.during_check[:] = list(self.during_check), []
-        for call in due:  # what a call adds is due at the next check
-            call()
-        digest = sha256 or hashlib.sha256(b"").hexdigest()
-        return Checked(digest, "sha256", digest)
 
 
 def body(*names: str) -> bytes:
@@ -62,11 +43,7 @@ def complete(request: pytest.FixtureRequest) -> Complete:
 
 @pytest.fixture
 def service(tmp_path: Path) -> TracesetService:
-    db = Database(sqlite_url(tmp_path))
-    db.migrate()
-    store = ArrivedStore(tmp_path / "files", URLSigner(b"s" * 32), url_path=BLOB_ROUTE)
-    store.during_check = []
-    return TracesetService(db, store)
+    return arrived_service(tmp_path)
 
 
 def test_a_file_added_while_complete_checks_the_others_keeps_the_traceset_pending(

@@ -4,7 +4,6 @@ candidates fills the page."""
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,31 +12,15 @@ import orjson
 import pytest
 from sqlalchemy import event
 
-from tracesets.api.blobs import BLOB_ROUTE
-from tracesets.db.engine import Database, sqlite_url
-from tracesets.records import Checked, FileSummary
+from tests.arrived import arrived_service
+from tracesets.records import FileSummary
 from tracesets.service.catalog import TracesetService
-from tracesets.storage.local import LocalBlobStore
-from tracesets.storage.signing import URLSigner
 from tracesets.vocabulary import ListFilter
-
-
-class ArrivedStore(LocalBlobStore):
-    """Every file has arrived whole."""
-
-    def finish_upload(
-        self, key: str, *, size: int, sha256: str | None, upload_id: str | None
-    ) -> Checked:
-        digest = sha256 or hashlib.sha256(b"").hexdigest()
-        return Checked(digest, "sha256", digest)
 
 
 @pytest.fixture
 def service(tmp_path: Path) -> TracesetService:
-    db = Database(sqlite_url(tmp_path))
-    db.migrate()
-    store = ArrivedStore(tmp_path / "files", URLSigner(b"s" * 32), url_path=BLOB_ROUTE)
-    return TracesetService(db, store)
+    return arrived_service(tmp_path)
 
 
 @pytest.fixture
