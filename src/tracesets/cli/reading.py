@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from tracesets.client.files import LocalFile
-from tracesets.cores import cores
 from tracesets.inspection import FileFinding, FileSource, SourceError, inspect_file
+from tracesets.inspection.cores import cores
 from tracesets.inspection.source import ByteSource, read_once
 
 if TYPE_CHECKING:

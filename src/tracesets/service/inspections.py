@@ -48,12 +48,12 @@ from typing import Final
 
 from sqlalchemy import Connection
 
-from tracesets.cores import cores
 from tracesets.db import inspection_files as claims
 from tracesets.db import queries
 from tracesets.db.engine import Database
 from tracesets.db.inspection_files import Claim
 from tracesets.inspection import ByteSource
+from tracesets.inspection.cores import cores
 from tracesets.inspection.source import READ_ONCE_LIMIT, FileSource, fetch, read_once
 from tracesets.service.fetching import FETCH_AHEAD, Stoppable, fetch_ahead, make_room
 from tracesets.service.joined import failure_json, join_results
