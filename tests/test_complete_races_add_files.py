@@ -18,6 +18,7 @@ from tracesets.problems import Conflict
 from tracesets.records import Traceset
 from tracesets.service.catalog import TracesetService
 from tracesets.service.completion import ON_LOOP_FILES
+from tracesets.service.core import ANSWER_FILES
 
 BASE = "http://127.0.0.1:1"
 
@@ -172,3 +173,32 @@ def test_complete_again_reads_the_answer_s_page_of_files_not_all_of_them(
     monkeypatch.undo()
     assert again == service.read("ws", traceset.id)
     assert again.file_summary.count == files and again.status == "ready"
+
+
+def test_a_first_complete_reads_every_file_once_to_check_them_and_no_page_before(
+    service: TracesetService, complete: Complete, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pending traceset of more files than an answer's page: complete decides from its
+    status, then reads every file to check them, every file again in the transaction that
+    makes it ready (under the row's lock), and the answer's page; no page of files first,
+    which would have read a thousand rows and counted them all only to be read again."""
+    files = ANSWER_FILES + 1
+    names = [f"rank{i}.json" for i in range(files)]
+    metadata = {"shape": {"rankCount": files}}
+    create = {**orjson.loads(body(*names)), "name": "job", "workloadMetadata": metadata}
+    traceset, _ = service.create_upload("ws", orjson.dumps(create), BASE)
+    limits: list[int | None] = []
+    get_traceset = queries.get_traceset
+
+    def read(*args: object, **kwargs: Any) -> Traceset | None:
+        limits.append(kwargs.get("files_limit"))
+        return get_traceset(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(queries, "get_traceset", read)
+    done = complete(service, traceset.id)
+    monkeypatch.undo()
+    # On the loop, a page of ON_LOOP_FILES tells that the traceset is for a thread.
+    first = [ON_LOOP_FILES] if complete is on_loop else []
+    assert limits == [*first, None, None, ANSWER_FILES]
+    assert done == service.read("ws", traceset.id)
+    assert done.status == "ready" and done.file_summary.count == files

@@ -84,8 +84,8 @@ def list_tracesets(
     if not asked:
         statement = _NEWEST if before_seq is None else _OLDER
         return _listed(conn.execute(statement, bound).all())
-    bound.update({_name(name): value for name, value in asked.items()})
     shape = _Shape.of(asked)
+    bound.update({_name(name): asked[name] for name in shape.columns})  # verdicts are literals
     if shape.lead is None:
         rows = conn.execute(_unled(shape, before_seq is not None), bound).all()
     else:
