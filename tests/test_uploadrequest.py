@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import copy
+import unicodedata
 from typing import Any
 
 import pytest
 
 from tracesets.jsontext import JsonNumber, loads
 from tracesets.problems import InvalidRequest, Problem
-from tracesets.uploadrequest import FileSpec, UploadRequest, read_upload_request
+from tracesets.uploadrequest import (
+    FileSpec,
+    UploadRequest,
+    file_name_problem,
+    read_upload_request,
+    same_name_key,
+)
 
 TIB = 1024**4
 MISSING_RANK_COUNT = (
@@ -369,6 +376,35 @@ def test_a_file_name_must_not_hold_invisible_format_characters(code: int) -> Non
 )
 def test_joiners_and_visible_spaces_are_allowed(name: str) -> None:
     assert read(with_file(name=name)).files[0].name == name
+
+
+def test_every_character_is_refused_in_a_name_exactly_when_the_rule_names_it() -> None:
+    """Each code point, read by the rule as written (its Unicode category, the
+    bidirectional controls, the two joiners kept), against what the file-name check says:
+    the check's shortcuts (a printable name passed at once) refuse and pass the same."""
+    bidi = {0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)}
+    refused, differ = 0, []
+    for code in range(0x110000):
+        if 0xD800 <= code <= 0xDFFF:  # lone surrogates: refused as not Unicode, before
+            continue
+        category = unicodedata.category(chr(code))
+        expected = (
+            category in ("Cc", "Zl", "Zp")
+            or code in bidi
+            or (category == "Cf" and code not in (0x200C, 0x200D))
+            or code == 0x5C  # a backslash: "/" separates folders
+        )
+        refused += expected
+        if (file_name_problem(f"a{chr(code)}b") is not None) != expected:
+            differ.append(f"U+{code:04X}")
+    assert differ == [] and refused > 200
+
+
+def test_names_differing_only_in_ascii_case_are_one_name_and_others_are_not() -> None:
+    for code in range(0x80):
+        assert same_name_key(f"Rank{chr(code)}") == same_name_key(f"rank{chr(code).swapcase()}")
+    assert same_name_key("rank0.json") != same_name_key("rank0.jsoN ")
+    assert same_name_key("STRASSE") == same_name_key("straße")  # caseless beyond ASCII
 
 
 def test_a_file_name_of_1024_bytes_accepted_and_1025_refused_counting_utf8() -> None:

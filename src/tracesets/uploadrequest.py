@@ -104,7 +104,14 @@ def _unsafe_character(name: str) -> str | None:
     hyphen, zero-width space, word joiner, byte-order mark, tags…) and the line and
     paragraph separators (Zl, Zp), which make two names that look alike differ. Kept:
     zero-width non-joiner and joiner (``KEPT_FORMAT_CHARACTERS``).
+
+    Every refused character is one ``str.isprintable`` refuses (Unicode's "Other" and
+    "Separator" categories, the space aside), so a printable name, nearly every name, is
+    passed in one call instead of a look at each character (19 µs for a 40-character
+    name, each of the 4,000 files of an add-files request).
     """
+    if name.isprintable():
+        return None
     for position, char in enumerate(name, start=1):
         category = unicodedata.category(char)
         where = f"U+{ord(char):04X} at character {position:,}"
@@ -128,6 +135,8 @@ def same_name_key(name: str) -> str:
     ``rank0.json``) are one file on the default file systems of macOS and Windows: one
     download would overwrite the other. Caseless matching as Unicode defines it.
     """
+    if name.isascii():  # NFC leaves ASCII as it is, and casefolds it as lower() does
+        return name.lower()
     return unicodedata.normalize("NFC", unicodedata.normalize("NFC", name).casefold())
 
 
@@ -261,7 +270,7 @@ def _check_files(files: JsonValue, problems: list[Problem], max_files: int) -> l
         spec = _check_file(index, entry, problems)
         # A repeated name is reported even when the entry is refused for its size or role.
         name = entry.get("name") if isinstance(entry, dict) else None
-        if isinstance(name, str) and file_name_problem(name) is None:
+        if isinstance(name, str) and (spec is not None or file_name_problem(name) is None):
             key = same_name_key(name)
             if key in seen:
                 problems.append(
