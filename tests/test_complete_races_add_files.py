@@ -179,9 +179,9 @@ def test_a_first_complete_reads_every_file_once_to_check_them_and_no_page_before
     service: TracesetService, complete: Complete, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A pending traceset of more files than an answer's page: complete decides from its
-    status, then reads every file to check them, every file again in the transaction that
-    makes it ready (under the row's lock), and the answer's page; no page of files first,
-    which would have read a thousand rows and counted them all only to be read again."""
+    status, then reads every file to check them, and the answer's page once it is ready;
+    no page of files first, which would have read a thousand rows and counted them all
+    only to be read again. (Under the row's lock it reads each file's digest alone.)"""
     files = ANSWER_FILES + 1
     names = [f"rank{i}.json" for i in range(files)]
     metadata = {"shape": {"rankCount": files}}
@@ -199,6 +199,6 @@ def test_a_first_complete_reads_every_file_once_to_check_them_and_no_page_before
     monkeypatch.undo()
     # On the loop, a page of ON_LOOP_FILES tells that the traceset is for a thread.
     first = [ON_LOOP_FILES] if complete is on_loop else []
-    assert limits == [*first, None, None, ANSWER_FILES]
+    assert limits == [*first, None, ANSWER_FILES]
     assert done == service.read("ws", traceset.id)
     assert done.status == "ready" and done.file_summary.count == files

@@ -47,7 +47,7 @@ def test_rows_read_back_as_sqlalchemy_wrote_them(db: Database) -> None:
     statement = insert(tracesets).returning(tracesets.c.seq)
     with db.write() as conn:
         driver_seq = prepared.insert_one(conn, statement, traceset_row("a" * 32))
-        prepared.insert_many(conn, INSERT_FILES, [file_row(driver_seq, stored(i)) for i in (0, 1)])
+        prepared.execute_many(conn, INSERT_FILES, [file_row(driver_seq, stored(i)) for i in (0, 1)])
         orm_seq = conn.execute(statement, traceset_row("b" * 32)).scalar_one()
         conn.execute(INSERT_FILES, [file_row(orm_seq, stored(i)) for i in (0, 1)])
     assert orm_seq == driver_seq + 1
@@ -81,7 +81,7 @@ def test_a_statement_needing_a_default_goes_through_sqlalchemy(db: Database) -> 
     with db.write() as conn:
         seq = prepared.insert_one(conn, statement, traceset_row("d" * 32))
         without_default = {**row, "traceset_seq": seq}
-        prepared.insert_many(conn, INSERT_FILES, [without_default])
+        prepared.execute_many(conn, INSERT_FILES, [without_default])
     with db.read() as conn:
         assert conn.execute(select(files.c.received)).scalar_one() is False
     assert prepared._COMPILED[(INSERT_FILES, tuple(without_default))] is None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Final
 
 from sqlalchemy import (
     Connection,
@@ -14,7 +14,9 @@ from sqlalchemy import (
     bindparam,
     func,
     insert,
+    null,
     select,
+    true,
     update,
 )
 
@@ -110,7 +112,7 @@ def insert_files(
     """Declare more files of a pending traceset, at indices from ``first_idx`` on."""
     stored = [declared(first_idx + offset, spec) for offset, spec in enumerate(specs)]
     if stored:
-        prepared.insert_many(conn, INSERT_FILES, [file_row(seq, f) for f in stored])
+        prepared.execute_many(conn, INSERT_FILES, [file_row(seq, f) for f in stored])
     return stored
 
 
@@ -212,16 +214,29 @@ def mark_received(conn: Connection, *, seq: int, idx: int, sha256: str, now: dat
 _MARK_RECEIVED = (
     update(files)
     .where(files.c.traceset_seq == bindparam("b_seq"), files.c.idx == bindparam("b_idx"))
-    .values(
-        received=True,
+    .values(  # constants as SQL, so every value is the caller's and the driver binds them
+        received=true(),
         sha256=bindparam("b_sha256"),
         received_at=bindparam("b_now"),
         checked_by=bindparam("b_by"),
         checked_checksum=bindparam("b_checksum"),
-        upload_id=None,
-        part_size=None,
+        upload_id=null(),
+        part_size=null(),
     )
 )
+
+
+_DIGESTS_OF = (
+    select(files.c.idx, files.c.name, files.c.sha256, files.c.role)
+    .where(files.c.traceset_seq == bindparam("seq"))
+    .order_by(files.c.idx)
+)
+
+
+def digests(conn: Connection, *, seq: int) -> list[Row[Any]]:
+    """Each file's (idx, name, sha256, role): what ``complete`` checks again under the
+    traceset's lock, without building every file's record (1.7 s for 100,000 files)."""
+    return list(conn.execute(_DIGESTS_OF, {"seq": seq}))
 
 
 def mark_all_received(
@@ -231,7 +246,8 @@ def mark_all_received(
     received, its upload finished: one statement run for all of them (an executemany),
     not one round trip a file."""
     if checked:
-        conn.execute(
+        prepared.execute_many(
+            conn,
             _MARK_RECEIVED,
             [
                 {
@@ -257,8 +273,25 @@ def set_upload(
     )
 
 
+#: A file's columns in ``StoredFile``'s order, so that rows of them are built by position:
+#: by name, with every column read (the time of receipt parsed as a date), the records of
+#: a 100,000-file traceset took 1.5 s to build, against 0.6.
+FILE_COLUMNS: Final = (
+    files.c.idx,
+    files.c.name,
+    files.c.size,
+    files.c.role,
+    files.c.sha256_declared,
+    files.c.sha256,
+    files.c.received,
+    files.c.upload_id,
+    files.c.part_size,
+    files.c.checked_by,
+    files.c.checked_checksum,
+)
+
 _FILES_FROM = (
-    select(files)
+    select(*FILE_COLUMNS)
     .where(files.c.traceset_seq == bindparam("seq"), files.c.idx >= bindparam("start"))
     .order_by(files.c.idx)
 )
@@ -272,4 +305,9 @@ def files_from(conn: Connection, *, seq: int, start: int, limit: int | None) -> 
     query = _FILES_FROM
     if limit is not None:
         query, params["limit"] = _FILES_FROM_LIMITED, limit
-    return [stored_file(row) for row in conn.execute(query, params)]
+    return [
+        StoredFile(idx, name, size, role, declared, sha256, bool(got), upload, part, by, checksum)
+        for idx, name, size, role, declared, sha256, got, upload, part, by, checksum in (
+            conn.execute(query, params)
+        )
+    ]

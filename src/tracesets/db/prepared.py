@@ -1,8 +1,10 @@
-"""Inserts run on SQLite's own driver connection: compiled once, bound by the driver.
+"""Inserts and updates run on SQLite's own driver connection: compiled once, bound by the
+driver.
 
 On the hot path (upload-url inserts a traceset and its files) SQLAlchemy's execution of
 a statement already compiled and cached (its execution context, parameter processing,
-result wrapping) cost more than SQLite's own insert. Here a statement is compiled once
+result wrapping) cost more than SQLite's own insert; ``complete`` marking 100,000 files
+received spent 2.3 s in it. Here a statement is compiled once
 for the parameter names it is given, and each call binds its values with the column
 types' own processors (dates as SQLAlchemy's SQLite dialect writes them) and runs it
 on the transaction's DBAPI connection. Other backends, and any statement whose
@@ -17,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Insert
+from sqlalchemy import Connection, Insert, Update
 from sqlalchemy.exc import DBAPIError, StatementError
 
 
@@ -35,10 +37,12 @@ class _Compiled:
 
 
 #: By statement and parameter names; None where the driver cannot run it alone.
-_COMPILED: dict[tuple[Insert, tuple[str, ...]], _Compiled | None] = {}
+_COMPILED: dict[tuple[Insert | Update, tuple[str, ...]], _Compiled | None] = {}
 
 
-def _compiled(conn: Connection, statement: Insert, keys: tuple[str, ...]) -> _Compiled | None:
+def _compiled(
+    conn: Connection, statement: Insert | Update, keys: tuple[str, ...]
+) -> _Compiled | None:
     dialect = conn.dialect
     if dialect.name != "sqlite":
         return None
@@ -82,8 +86,10 @@ def insert_one(conn: Connection, statement: Insert, row: Mapping[str, Any]) -> A
     return found[0]
 
 
-def insert_many(conn: Connection, statement: Insert, rows: Sequence[Mapping[str, Any]]) -> None:
-    """Insert ``rows`` (all with the same keys) with ``statement``, in one executemany."""
+def execute_many(
+    conn: Connection, statement: Insert | Update, rows: Sequence[Mapping[str, Any]]
+) -> None:
+    """Run ``statement`` for each of ``rows`` (all with the same keys), in one executemany."""
     if not rows:
         return
     compiled = _compiled(conn, statement, tuple(rows[0]))

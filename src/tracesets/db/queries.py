@@ -28,7 +28,6 @@ from tracesets.db.file_rows import (
     declared,
     file_row,
     files_from,
-    stored_file,
     utc,
 )
 from tracesets.db.tables import files, inspection_ranks, inspections, tracesets
@@ -82,7 +81,7 @@ def insert_traceset(
             zip(request.files, uploads, strict=True)
         )
     ]
-    prepared.insert_many(conn, INSERT_FILES, [file_row(seq, f) for f in stored])
+    prepared.execute_many(conn, INSERT_FILES, [file_row(seq, f) for f in stored])
     return Traceset(
         seq=seq,
         id=traceset_id,
@@ -156,7 +155,6 @@ _BY_ID_IN_WORKSPACE = _BY_ID.where(tracesets.c.workspace == bindparam("workspace
 _INSPECTION_OF = select(inspections.c.status, inspections.c.result).where(
     inspections.c.traceset_seq == bindparam("seq")
 )
-_FILES_OF = select(files).where(files.c.traceset_seq == bindparam("seq")).order_by(files.c.idx)
 #: Without GROUP BY: one row, zeros for a traceset without files.
 _SUMMARY_OF = select(
     func.count(),
@@ -194,7 +192,7 @@ def get_traceset(
         else InspectionRecord(found.status, found.result.encode() if found.result else None)
     )
     if files_limit is None:
-        return _traceset(row, [stored_file(f) for f in conn.execute(_FILES_OF, seq)], inspection)
+        return _traceset(row, files_from(conn, seq=row.seq, start=0, limit=None), inspection)
     n, size, got = conn.execute(_SUMMARY_OF, seq).one()
     return Traceset(
         **head(row),

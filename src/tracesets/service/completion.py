@@ -150,14 +150,16 @@ class Completion(ServiceCore):
 
         def ready_row(conn: Connection) -> _Ready:
             queued = adopted = False
-            current = queries.get_traceset(
-                conn, workspace=workspace, traceset_id=traceset_id, for_update=True
+            state = queries.traceset_state(
+                conn, workspace=workspace, traceset_id=traceset_id, lock=True
             )
-            if current is None:
+            if state is None:
                 raise not_found(traceset_id)
-            if current.status == "pending":
+            seq, status, _ = state
+            if status == "pending":
+                current = file_rows.digests(conn, seq=seq)
                 # Files declared while the others were being checked have not been.
-                late = [f for f in current.files if f.idx not in digests]
+                late = [f for f in current if f.idx not in digests]
                 if late:
                     raise Conflict.of(
                         [
@@ -165,13 +167,13 @@ class Completion(ServiceCore):
                             for f in late
                         ]
                     )
-                if any(f.sha256 not in (None, digests[f.idx].sha256) for f in current.files):
+                if any(f.sha256 not in (None, digests[f.idx].sha256) for f in current):
                     return None, False, False
-                file_rows.mark_all_received(conn, seq=current.seq, checked=digests, now=now)
-                queries.set_status(conn, seq=current.seq, status="ready", now=now)
+                file_rows.mark_all_received(conn, seq=seq, checked=digests, now=now)
+                queries.set_status(conn, seq=seq, status="ready", now=now)
                 adopted = True
-                if any(f.role == "primary" for f in current.files):
-                    queries.queue_inspection(conn, seq=current.seq)
+                if any(f.role == "primary" for f in current):
+                    queries.queue_inspection(conn, seq=seq)
                     queued = True
             done = queries.get_traceset(
                 conn, workspace=workspace, traceset_id=traceset_id, files_limit=ANSWER_FILES

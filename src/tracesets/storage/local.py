@@ -378,10 +378,15 @@ class LocalBlobStore:
         )
 
     def size_of(self, key: str, sha256: str) -> int | None:
-        try:
-            return self.path(key, sha256).stat().st_size
-        except FileNotFoundError:
-            return None
+        """The size of the bytes ``path`` names, from one ``stat`` where they are under their
+        digest: ``complete`` asks it of every file, 100,000 for a job of as many ranks."""
+        blobs = os.fspath(self.blobs)
+        for name in (f"{blobs}/{key}.{sha256}", f"{blobs}/{key}"):  # the legacy name second
+            try:
+                return os.stat(name).st_size
+            except FileNotFoundError:
+                continue
+        return None
 
     def delete(self, key: str, sha256: str) -> None:
         self._named(key, sha256).unlink(missing_ok=True)
@@ -389,12 +394,24 @@ class LocalBlobStore:
     def drop_superseded(self, prefix: str, kept: Mapping[str, str]) -> None:
         """Remove the bytes under ``prefix/`` that no file names: uploads replaced by a
         later one before ``complete``, and late ones it refused. ``kept`` maps each key
-        to its digest."""
-        wanted = {self.path(key, sha256).name for key, sha256 in kept.items()}
-        with contextlib.suppress(FileNotFoundError):
-            for path in (self.blobs / prefix).iterdir():
-                if path.name not in wanted:
-                    path.unlink(missing_ok=True)
+        to its digest.
+
+        The folder is listed once and each kept file's name looked up in the listing, as
+        ``path`` would find it (under its digest, else under the legacy name): a ``stat``
+        a file took 6 s of a 100,000-file ``complete``."""
+        folder = self.blobs / prefix
+        try:
+            present = set(os.listdir(folder))
+        except FileNotFoundError:
+            return
+        wanted: set[str] = set()
+        for key, sha256 in kept.items():
+            legacy = key.rpartition("/")[2]
+            named = f"{legacy}.{sha256}"
+            wanted.add(legacy if named not in present and legacy in present else named)
+        for name in present - wanted:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(folder / name)
 
     def delete_prefix(self, prefix: str) -> None:
         shutil.rmtree(self.blobs / prefix, ignore_errors=True)
