@@ -47,6 +47,28 @@ def service(tmp_path: Path) -> TracesetService:
     return arrived_service(tmp_path)
 
 
+def a_job(service: TracesetService, files: int) -> Traceset:
+    """A pending traceset of ``files`` rank files."""
+    names = [f"rank{i}.json" for i in range(files)]
+    metadata = {"shape": {"rankCount": files}}
+    create = {**orjson.loads(body(*names)), "name": "job", "workloadMetadata": metadata}
+    traceset, _ = service.create_upload("ws", orjson.dumps(create), BASE)
+    return traceset
+
+
+def pages_read(monkeypatch: pytest.MonkeyPatch) -> list[int | None]:
+    """The ``files_limit`` of every traceset read from now on (None: every file)."""
+    limits: list[int | None] = []
+    get_traceset = queries.get_traceset
+
+    def read(*args: object, **kwargs: Any) -> Traceset | None:
+        limits.append(kwargs.get("files_limit"))
+        return get_traceset(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(queries, "get_traceset", read)
+    return limits
+
+
 def test_a_file_added_while_complete_checks_the_others_keeps_the_traceset_pending(
     service: TracesetService, complete: Complete
 ) -> None:
@@ -138,10 +160,7 @@ def test_the_loop_checks_a_few_files_itself_and_hands_more_to_a_thread(
         return await to_thread(work, *args)
 
     monkeypatch.setattr(asyncio, "to_thread", counted)
-    names = [f"rank{i}.json" for i in range(files)]
-    metadata = {"shape": {"rankCount": files}}
-    create = {**orjson.loads(body(*names)), "name": "job", "workloadMetadata": metadata}
-    traceset, _ = service.create_upload("ws", orjson.dumps(create), BASE)
+    traceset = a_job(service, files)
     done = on_loop(service, traceset.id)
     assert (done.status, handed) == ("ready", threads)
     again = on_loop(service, traceset.id)  # completed already: the same answer, as GET's
@@ -155,19 +174,9 @@ def test_complete_again_reads_the_answer_s_page_of_files_not_all_of_them(
 ) -> None:
     """A repeated complete answers what GET answers, read as GET reads it: a page of
     files and their count, never every row of a traceset of 100,000 files."""
-    names = [f"rank{i}.json" for i in range(files)]
-    metadata = {"shape": {"rankCount": files}}
-    create = {**orjson.loads(body(*names)), "name": "job", "workloadMetadata": metadata}
-    traceset, _ = service.create_upload("ws", orjson.dumps(create), BASE)
+    traceset = a_job(service, files)
     complete(service, traceset.id)
-    limits: list[int | None] = []
-    get_traceset = queries.get_traceset
-
-    def read(*args: object, **kwargs: Any) -> Traceset | None:
-        limits.append(kwargs.get("files_limit"))
-        return get_traceset(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(queries, "get_traceset", read)
+    limits = pages_read(monkeypatch)
     again = complete(service, traceset.id)
     assert limits and None not in limits
     monkeypatch.undo()
@@ -183,18 +192,8 @@ def test_a_first_complete_reads_every_file_once_to_check_them_and_no_page_before
     no page of files first, which would have read a thousand rows and counted them all
     only to be read again. (Under the row's lock it reads each file's digest alone.)"""
     files = ANSWER_FILES + 1
-    names = [f"rank{i}.json" for i in range(files)]
-    metadata = {"shape": {"rankCount": files}}
-    create = {**orjson.loads(body(*names)), "name": "job", "workloadMetadata": metadata}
-    traceset, _ = service.create_upload("ws", orjson.dumps(create), BASE)
-    limits: list[int | None] = []
-    get_traceset = queries.get_traceset
-
-    def read(*args: object, **kwargs: Any) -> Traceset | None:
-        limits.append(kwargs.get("files_limit"))
-        return get_traceset(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(queries, "get_traceset", read)
+    traceset = a_job(service, files)
+    limits = pages_read(monkeypatch)
     done = complete(service, traceset.id)
     monkeypatch.undo()
     # On the loop, a page of ON_LOOP_FILES tells that the traceset is for a thread.
