@@ -158,13 +158,11 @@ class TracesetService(Uploads, Completion):
         return promoted, [*check.warnings, *inspection_warnings(promoted)]
 
     def download_url(self, workspace: str, traceset_id: str, name: str, base_url: str) -> str:
-        with self.db.read() as conn:
-            found = file_rows.one_file(
-                conn, traceset_id=traceset_id, workspace=workspace, name=name
-            )
-            if found is None and queries.get_status(conn, workspace, traceset_id) is None:
-                raise not_found(traceset_id)
+        found = file_rows.one_file(self.db, traceset_id=traceset_id, workspace=workspace, name=name)
         if found is None:
+            with self.db.read() as conn:
+                if queries.get_status(conn, workspace, traceset_id) is None:
+                    raise not_found(traceset_id)
             raise NotFound.of(
                 [Problem("name", name, f"Traceset {traceset_id} has no file named {name}")]
             )

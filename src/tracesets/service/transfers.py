@@ -81,10 +81,9 @@ class LocalTransfers:
         return Signed(method, traceset_id, idx)
 
     def _file(self, signed: Signed) -> file_rows.OneFile:
-        with self.db.read() as conn:
-            found = file_rows.one_file(
-                conn, traceset_id=signed.traceset_id, workspace=None, idx=signed.idx
-            )
+        found = file_rows.one_file(
+            self.db, traceset_id=signed.traceset_id, workspace=None, idx=signed.idx
+        )
         if found is None:
             raise _gone(signed.key)
         return found
