@@ -6,14 +6,21 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from sqlalchemy import insert, select
+from sqlalchemy import bindparam, insert, select
 from sqlalchemy.exc import IntegrityError
 
 from tracesets.db import prepared
 from tracesets.db.engine import Database
-from tracesets.db.file_rows import INSERT_FILES, file_row
+from tracesets.db.file_rows import (
+    _MARK_ONE_RECEIVED,
+    _MARK_RECEIVED,
+    INSERT_FILES,
+    file_row,
+    mark_all_received,
+    mark_received,
+)
 from tracesets.db.tables import files, tokens, tracesets
-from tracesets.records import StoredFile
+from tracesets.records import Checked, StoredFile
 
 WHEN = datetime(2026, 12, 1, 11, 22, 33, 456789, tzinfo=UTC)
 
@@ -97,3 +104,38 @@ def test_another_set_of_parameters_compiles_its_own_statement(db: Database) -> N
     with db.read() as conn:
         names = conn.execute(select(tokens.c.name).order_by(tokens.c.id)).scalars().all()
     assert (first, second, names) == (1, 2, [None, "n"])
+
+
+def test_updates_and_reads_on_the_driver_write_and_read_as_sqlalchemy(db: Database) -> None:
+    """A file marked received, all files marked at complete, and a status read, run on
+    the driver, against the same statements run by SQLAlchemy on a twin traceset."""
+    statement = insert(tracesets).returning(tracesets.c.seq)
+    checked = {i: Checked(f"{i}" * 64, "sha256", f"{i}" * 64) for i in (0, 1)}
+    with db.write() as conn:
+        seqs = [prepared.insert_one(conn, statement, traceset_row(c * 32)) for c in "ef"]
+        for seq in seqs:
+            prepared.execute_many(conn, INSERT_FILES, [file_row(seq, stored(i)) for i in (0, 1)])
+        driven, plain = seqs
+        mark_received(conn, seq=driven, idx=0, sha256="f" * 64, now=WHEN)
+        mark_all_received(conn, seq=driven, checked=checked, now=WHEN)
+        conn.execute(
+            _MARK_ONE_RECEIVED, {"b_seq": plain, "b_idx": 0, "b_sha256": "f" * 64, "b_now": WHEN}
+        )
+        conn.execute(
+            _MARK_RECEIVED,
+            [
+                {"b_seq": plain, "b_idx": i, "b_sha256": c.sha256, "b_now": WHEN}
+                | {"b_by": c.by, "b_checksum": c.checksum}
+                for i, c in checked.items()
+            ],
+        )
+        status = select(tracesets.c.status).where(tracesets.c.seq == bindparam("seq"))
+        assert prepared.scalar(conn, status, {"seq": driven}) == "pending"
+        assert prepared.scalar(conn, status, {"seq": 999}) is None
+    with db.read() as conn:
+        rows = conn.execute(select(files).order_by(files.c.traceset_seq, files.c.idx)).all()
+    by_driver, by_sqlalchemy = rows[:2], rows[2:]
+    assert [r._asdict() | {"traceset_seq": 0} for r in by_driver] == [
+        r._asdict() | {"traceset_seq": 0} for r in by_sqlalchemy
+    ]
+    assert all(r.received is True and r.received_at is not None for r in by_driver)

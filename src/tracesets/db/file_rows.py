@@ -203,25 +203,26 @@ def adopt_received(
     write transaction is already exclusive.
     """
     status_query = _STATUS_OF if conn.dialect.name == "sqlite" else _STATUS_OF_LOCKED
-    status: Status | None = conn.execute(status_query, {"seq": seq}).scalar_one_or_none()
+    status: Status | None = prepared.scalar(conn, status_query, {"seq": seq})
     if status is None:
         return None
     if status == "pending":
         mark_received(conn, seq=seq, idx=idx, sha256=sha256, now=now)
         return status, sha256
-    recorded: str | None = conn.execute(_DIGEST_OF, {"seq": seq, "idx": idx}).scalar_one_or_none()
+    recorded: str | None = prepared.scalar(conn, _DIGEST_OF, {"seq": seq, "idx": idx})
     return status, recorded
 
 
 _MARK_ONE_RECEIVED = (
     update(files)
     .where(files.c.traceset_seq == bindparam("b_seq"), files.c.idx == bindparam("b_idx"))
-    .values(received=True, sha256=bindparam("b_sha256"), received_at=bindparam("b_now"))
+    .values(received=true(), sha256=bindparam("b_sha256"), received_at=bindparam("b_now"))
 )
 
 
 def mark_received(conn: Connection, *, seq: int, idx: int, sha256: str, now: datetime) -> None:
-    conn.execute(_MARK_ONE_RECEIVED, {"b_seq": seq, "b_idx": idx, "b_sha256": sha256, "b_now": now})
+    row = {"b_seq": seq, "b_idx": idx, "b_sha256": sha256, "b_now": now}
+    prepared.execute_many(conn, _MARK_ONE_RECEIVED, [row])
 
 
 _MARK_RECEIVED = (
