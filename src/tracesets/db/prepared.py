@@ -70,18 +70,24 @@ def _driver_error(conn: Connection, sql: str, params: Any, error: Exception) -> 
     return DBAPIError.instance(sql, params, error, base)
 
 
+def _first_row(conn: Connection, compiled: _Compiled, row: Mapping[str, Any]) -> Any:
+    """The first row (None for none) of ``compiled`` run with ``row``'s values by the
+    transaction's driver connection; its errors raised as SQLAlchemy's."""
+    driver = conn.connection.driver_connection
+    assert driver is not None
+    params = compiled.bind(row)
+    try:
+        return driver.execute(compiled.sql, params).fetchone()
+    except conn.dialect.loaded_dbapi.Error as error:
+        raise _driver_error(conn, compiled.sql, params, error) from error
+
+
 def insert_one(conn: Connection, statement: Insert, row: Mapping[str, Any]) -> Any:
     """Insert one row with ``statement`` (which returns one column); that column's value."""
     compiled = _compiled(conn, statement, tuple(row))
     if compiled is None:
         return conn.execute(statement, dict(row)).scalar_one()
-    driver = conn.connection.driver_connection
-    assert driver is not None
-    params = compiled.bind(row)
-    try:
-        found = driver.execute(compiled.sql, params).fetchone()
-    except conn.dialect.loaded_dbapi.Error as error:
-        raise _driver_error(conn, compiled.sql, params, error) from error
+    found = _first_row(conn, compiled, row)
     if found is None:  # RETURNING always answers a row; say so if it did not
         raise RuntimeError(f"{compiled.sql} returned no row")
     return found[0]
@@ -112,11 +118,5 @@ def scalar(conn: Connection, statement: Select[Any], params: Mapping[str, Any]) 
     compiled = _compiled(conn, statement, tuple(params))
     if compiled is None:
         return conn.execute(statement, dict(params)).scalar()
-    driver = conn.connection.driver_connection
-    assert driver is not None
-    bound = compiled.bind(params)
-    try:
-        found = driver.execute(compiled.sql, bound).fetchone()
-    except conn.dialect.loaded_dbapi.Error as error:
-        raise _driver_error(conn, compiled.sql, bound, error) from error
+    found = _first_row(conn, compiled, params)
     return None if found is None else found[0]
