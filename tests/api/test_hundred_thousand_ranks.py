@@ -31,7 +31,7 @@ import pytest
 
 from tests.server import ServerProcess, own_database
 from tracesets.api.render import INSPECTION_EMBED_BYTES, INSPECTION_LIST_BYTES
-from tracesets.client.protocol import BATCH_FILES
+from tracesets.client.protocol import BATCH_FILES, COMPLETE_TIMEOUT
 from tracesets.vocabulary import FILES_PAGE_MAX
 
 RANKS = int(os.environ.get("TRACESETS_TEST_RANKS", "4500"))
@@ -206,8 +206,12 @@ def test_a_job_of_many_ranks_is_one_traceset(service: ServerProcess, tmp_path: P
 
         steps.run(f"PUT every file ({PUTS_AT_ONCE} at a time)", lambda: _put_all(uploads))
 
+        # As long as the Python client waits for it: every file is checked in the store.
         done = steps.run(
-            "complete", lambda: _bounded(api.post(f"/api/v1/tracesets/{traceset_id}/complete"))
+            "complete",
+            lambda: _bounded(
+                api.post(f"/api/v1/tracesets/{traceset_id}/complete", timeout=COMPLETE_TIMEOUT)
+            ),
         )
         assert done["status"] == "ready"
         assert (done["fileCount"], done["filesReceived"]) == (RANKS, RANKS)

@@ -56,7 +56,7 @@ MIN_PART_SIZE: Final = 5 * MIB  # S3's minimum for every part but the last
 MAX_SINGLE_PUT: Final = 5 * 1024**3  # S3 refuses a single PUT above 5 GiB
 MAX_PRESIGN_SECONDS: Final = 7 * 24 * 3600  # SigV4's limit
 _READ_CHUNK: Final = 8 * MIB
-#: Files ``complete`` checks at once (a HEAD each, more for parts), and the client's
+#: Files ``complete`` checks at once (a request each, more for parts), and the client's
 #: connections, so that none of them waits for a connection.
 CHECKS_AT_ONCE: Final = 16
 
@@ -265,6 +265,8 @@ class S3BlobStore:
     def finish_upload(
         self, key: str, *, size: int, sha256: str | None, upload_id: str | None
     ) -> Checked:
+        if upload_id is None and size <= self.multipart_threshold:
+            return self._finish_single(key, size, sha256)
         digests = None
         if upload_id is not None and sha256 is not None:
             digests = self.parts.load_digests(self._key(key))
@@ -278,10 +280,7 @@ class S3BlobStore:
             if is_missing(exc):
                 raise UploadIncomplete("has not been received") from None
             raise
-        stored = int(head["ContentLength"])
-        if stored != size:
-            self._delete_keys([self._key(key)])
-            raise UploadIncomplete(f"arrived with {stored:,} bytes; it was declared with {size:,}")
+        self._check_size(key, int(head["ContentLength"]), size)
         # Joined from parts by an earlier complete (a whole-object checksum is a single PUT's).
         if (
             digests is None
@@ -299,6 +298,42 @@ class S3BlobStore:
         if checked is None:
             digest = self._read_sha256(key)
             checked, how = Checked(digest, "sha256", digest), f"reading its {size:,} bytes back"
+        return self._as_declared(key, checked, sha256, how)
+
+    def _finish_single(self, key: str, size: int, sha256: str | None) -> Checked:
+        """A file of one PUT, in one request: a GET answers its size and any checksum S3
+        kept, and its body (a few MiB at most) is read only when S3 kept none. The GET
+        stands for a HEAD and then a read back, which a store that keeps no checksum of a
+        presigned PUT (moto) would otherwise answer for every file of a traceset."""
+        try:
+            got = self.s3.get_object(
+                Bucket=self.location.bucket, Key=self._key(key), ChecksumMode="ENABLED"
+            )
+        except ClientError as exc:
+            if is_missing(exc):
+                raise UploadIncomplete("has not been received") from None
+            raise
+        body = got["Body"]
+        try:
+            self._check_size(key, int(got["ContentLength"]), size)
+            checksum = str(got.get("ChecksumSHA256") or "")
+            if (digest := stored_sha256(got)) is not None:
+                checked = Checked(digest, "s3-sha256", checksum)
+                how = "S3's whole-object SHA-256"
+            else:
+                digest = _sha256_of(body)
+                checked, how = Checked(digest, "sha256", digest), f"reading its {size:,} bytes"
+        finally:
+            body.close()
+        return self._as_declared(key, checked, sha256, how)
+
+    def _check_size(self, key: str, stored: int, size: int) -> None:
+        if stored != size:
+            self._delete_keys([self._key(key)])
+            raise UploadIncomplete(f"arrived with {stored:,} bytes; it was declared with {size:,}")
+
+    def _as_declared(self, key: str, checked: Checked, sha256: str | None, how: str) -> Checked:
+        """``checked``, once its digest is the declared one; else the object goes."""
         log.info("checked %s: size, and sha256 by %s", self._key(key), how)
         if sha256 is not None and checked.sha256 != sha256:
             self._delete_keys([self._key(key)])
@@ -333,11 +368,9 @@ class S3BlobStore:
         return sha256
 
     def _read_sha256(self, key: str) -> str:
-        body = self.s3.get_object(Bucket=self.location.bucket, Key=self._key(key))["Body"]
-        digest = hashlib.sha256()
-        for chunk in body.iter_chunks(_READ_CHUNK):
-            digest.update(chunk)
-        return digest.hexdigest()
+        return _sha256_of(
+            self.s3.get_object(Bucket=self.location.bucket, Key=self._key(key))["Body"]
+        )
 
     # -- downloads, cleanup -----------------------------------------------------------------
 
@@ -381,3 +414,10 @@ class S3BlobStore:
             self.s3.delete_objects(
                 Bucket=self.location.bucket, Delete={"Objects": batch, "Quiet": True}
             )
+
+
+def _sha256_of(body: Any) -> str:
+    digest = hashlib.sha256()
+    for chunk in body.iter_chunks(_READ_CHUNK):
+        digest.update(chunk)
+    return digest.hexdigest()

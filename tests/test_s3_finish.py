@@ -1,0 +1,114 @@
+"""``complete``'s check of a file sent to S3 in one PUT: one GET, whose body is read only
+when S3 kept no checksum of the object, and every way the object can be wrong still
+refused and removed. moto in process, so it runs on the embedded suite too."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from tracesets.storage.base import UploadIncomplete
+from tracesets.storage.s3 import S3BlobStore
+
+BUCKET = "tracesets-finish"
+DATA = b"rank 0's trace, sent whole\n" * 40
+SHA256 = hashlib.sha256(DATA).hexdigest()
+
+
+@pytest.fixture
+def store(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[S3BlobStore, list[str]]]:
+    """The store, and the S3 operations it has called, in order."""
+    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    with mock_aws():
+        client = boto3.client("s3", region_name="us-east-1")
+        client.create_bucket(Bucket=BUCKET)
+        called: list[str] = []
+
+        def record(model: Any, **_: Any) -> None:
+            called.append(model.name)
+
+        client.meta.events.register("before-call.s3", record)
+        yield (
+            S3BlobStore(
+                f"s3://{BUCKET}/ts",
+                upload_ttl=60,
+                download_ttl=60,
+                multipart_threshold=5 * 1024 * 1024 + 1,
+                part_size=5 * 1024 * 1024,
+                client=client,
+            ),
+            called,
+        )
+
+
+def put(store: S3BlobStore, data: bytes, **extra: Any) -> None:
+    store.s3.put_object(Bucket=BUCKET, Key="ts/t1/0", Body=data, **extra)
+
+
+def stored_keys(store: S3BlobStore) -> list[str]:
+    listed = store.s3.list_objects_v2(Bucket=BUCKET).get("Contents", [])
+    return [o["Key"] for o in listed]
+
+
+def test_an_object_without_checksum_is_read_back_in_its_one_get(
+    store: tuple[S3BlobStore, list[str]],
+) -> None:
+    s3, called = store
+    put(s3, DATA)
+    called.clear()
+    checked = s3.finish_upload("t1/0", size=len(DATA), sha256=SHA256, upload_id=None)
+    assert (checked.sha256, checked.by, checked.checksum) == (SHA256, "sha256", SHA256)
+    assert called == ["GetObject"]
+
+
+def test_an_undeclared_digest_is_the_bytes_read(store: tuple[S3BlobStore, list[str]]) -> None:
+    s3, called = store
+    put(s3, DATA)
+    called.clear()
+    checked = s3.finish_upload("t1/0", size=len(DATA), sha256=None, upload_id=None)
+    assert checked.sha256 == SHA256
+    assert called == ["GetObject"]
+
+
+def test_a_checksum_s3_kept_stands_for_the_bytes(store: tuple[S3BlobStore, list[str]]) -> None:
+    s3, called = store
+    put(s3, DATA, ChecksumAlgorithm="SHA256")
+    called.clear()
+    checked = s3.finish_upload("t1/0", size=len(DATA), sha256=SHA256, upload_id=None)
+    assert (checked.sha256, checked.by) == (SHA256, "s3-sha256")
+    assert called == ["GetObject"]
+
+
+def test_other_bytes_are_refused_and_removed(store: tuple[S3BlobStore, list[str]]) -> None:
+    s3, _ = store
+    other = bytes(reversed(DATA))
+    put(s3, other)
+    with pytest.raises(
+        UploadIncomplete, match=f"arrived with sha256 {hashlib.sha256(other).hexdigest()}"
+    ):
+        s3.finish_upload("t1/0", size=len(DATA), sha256=SHA256, upload_id=None)
+    assert stored_keys(s3) == []
+
+
+def test_another_size_is_refused_unread_and_removed(store: tuple[S3BlobStore, list[str]]) -> None:
+    s3, called = store
+    put(s3, DATA + b"!")
+    called.clear()
+    with pytest.raises(UploadIncomplete, match=f"arrived with {len(DATA) + 1:,} bytes"):
+        s3.finish_upload("t1/0", size=len(DATA), sha256=SHA256, upload_id=None)
+    assert called == ["GetObject", "DeleteObjects"]
+    assert stored_keys(s3) == []
+
+
+def test_a_missing_object_has_not_been_received(store: tuple[S3BlobStore, list[str]]) -> None:
+    s3, _ = store
+    with pytest.raises(UploadIncomplete, match="has not been received"):
+        s3.finish_upload("t1/0", size=len(DATA), sha256=SHA256, upload_id=None)
