@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tracesets.problems import InvalidRequest
-from tracesets.storage import local
+from tracesets.storage import local, receive
 from tracesets.storage.signing import URLSigner
 from tracesets.storage.sink import Sink
 
@@ -42,13 +42,13 @@ def test_blocks_taken_by_racing_threads_land_in_order(tmp_path: Path) -> None:
 
 def test_a_lone_upload_queues_two_blocks_and_many_keep_to_the_budget() -> None:
     for receiving in range(1, 200):
-        block, depth = local._pipeline(receiving)
-        assert block >= local._MIN_BLOCK
+        block, depth = receive._pipeline(receiving)
+        assert block >= receive._MIN_BLOCK
         assert depth in (1, 2)
         held = block * (depth + 1)  # the block filling and the queued ones
-        assert held <= max(2 * local._MIN_BLOCK, local._HELD_BUDGET // receiving)
-    assert local._pipeline(1)[1] == 2
-    assert local._pipeline(8)[1] == 1
+        assert held <= max(2 * receive._MIN_BLOCK, receive._HELD_BUDGET // receiving)
+    assert receive._pipeline(1)[1] == 2
+    assert receive._pipeline(8)[1] == 1
 
 
 async def _chunks(data: bytes, size: int) -> AsyncIterator[bytes]:
@@ -87,7 +87,8 @@ def test_a_wrong_digest_leaves_nothing(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "length", [0, 1, 16 * 1024, local._INLINE_BYTES, local._INLINE_BYTES + 1, local._MIN_BLOCK]
+    "length",
+    [0, 1, 16 * 1024, receive._INLINE_BYTES, receive._INLINE_BYTES + 1, receive._MIN_BLOCK],
 )
 @pytest.mark.parametrize("chunk", [1_000, 65_536])
 def test_a_small_body_is_stored_whole_on_either_side_of_the_inline_bound(
@@ -98,7 +99,7 @@ def test_a_small_body_is_stored_whole_on_either_side_of_the_inline_bound(
     _stored_whole(tmp_path, random.Random(length).randbytes(length), chunk)
 
 
-@pytest.mark.parametrize("length", [100, local._INLINE_BYTES])
+@pytest.mark.parametrize("length", [100, receive._INLINE_BYTES])
 def test_a_small_body_with_a_wrong_digest_leaves_nothing(tmp_path: Path, length: int) -> None:
     data = random.Random(length).randbytes(length)
     store = local.LocalBlobStore(tmp_path, URLSigner(b"k" * 32))
@@ -131,7 +132,7 @@ def _recorded_by(
     return record
 
 
-@pytest.mark.parametrize("length", [100, local._MIN_BLOCK * 3])
+@pytest.mark.parametrize("length", [100, receive._MIN_BLOCK * 3])
 def test_the_bytes_are_recorded_once_in_place_and_the_record_answers(
     tmp_path: Path, length: int
 ) -> None:
