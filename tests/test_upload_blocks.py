@@ -61,7 +61,7 @@ def _stored_whole(tmp_path: Path, data: bytes, chunk: int) -> None:
     digest = hashlib.sha256(data).hexdigest()
     store = local.LocalBlobStore(tmp_path, URLSigner(b"k" * 32))
     received = asyncio.run(
-        store.receive("t/0", _chunks(data, chunk), size=len(data), sha256=digest)
+        store.receiver.receive("t/0", _chunks(data, chunk), size=len(data), sha256=digest)
     )
     assert (received.size, received.sha256) == (len(data), digest)
     assert store.path("t/0", digest).read_bytes() == data
@@ -81,7 +81,9 @@ def test_a_wrong_digest_leaves_nothing(tmp_path: Path) -> None:
     data = random.Random(3).randbytes(6 * 1024 * 1024)
     store = local.LocalBlobStore(tmp_path, URLSigner(b"k" * 32))
     with pytest.raises(InvalidRequest):
-        asyncio.run(store.receive("t/0", _chunks(data, 65_536), size=len(data), sha256="0" * 64))
+        asyncio.run(
+            store.receiver.receive("t/0", _chunks(data, 65_536), size=len(data), sha256="0" * 64)
+        )
     assert list(store.tmp.iterdir()) == []
     assert not (store.blobs / "t").exists() or list((store.blobs / "t").iterdir()) == []
 
@@ -104,7 +106,9 @@ def test_a_small_body_with_a_wrong_digest_leaves_nothing(tmp_path: Path, length:
     data = random.Random(length).randbytes(length)
     store = local.LocalBlobStore(tmp_path, URLSigner(b"k" * 32))
     with pytest.raises(InvalidRequest):
-        asyncio.run(store.receive("t/0", _chunks(data, 4_096), size=len(data), sha256="0" * 64))
+        asyncio.run(
+            store.receiver.receive("t/0", _chunks(data, 4_096), size=len(data), sha256="0" * 64)
+        )
     assert list(store.tmp.iterdir()) == []
     assert not (store.blobs / "t").exists() or list((store.blobs / "t").iterdir()) == []
 
@@ -141,7 +145,7 @@ def test_the_bytes_are_recorded_once_in_place_and_the_record_answers(
     store = local.LocalBlobStore(tmp_path, URLSigner(b"k" * 32))
     calls: list[tuple[str, bool]] = []
     received, recorded = asyncio.run(
-        store.receive_and_record(
+        store.receiver.receive_and_record(
             "t/0",
             _chunks(data, 65_536),
             size=length,
@@ -160,7 +164,7 @@ def test_a_record_that_fails_fails_the_upload(tmp_path: Path) -> None:
     calls: list[tuple[str, bool]] = []
     with pytest.raises(OSError, match="database is locked"):
         asyncio.run(
-            store.receive_and_record(
+            store.receiver.receive_and_record(
                 "t/0",
                 _chunks(data, 10),
                 size=len(data),
@@ -178,7 +182,7 @@ def test_bytes_refused_are_never_recorded(tmp_path: Path) -> None:
     calls: list[tuple[str, bool]] = []
     with pytest.raises(InvalidRequest):
         asyncio.run(
-            store.receive_and_record(
+            store.receiver.receive_and_record(
                 "t/0",
                 _chunks(data, 10),
                 size=len(data),
@@ -204,7 +208,7 @@ def test_a_put_left_while_its_record_commits_leaves_the_bytes_in_place(tmp_path:
 
     async def leave() -> None:
         upload = asyncio.create_task(
-            store.receive_and_record(
+            store.receiver.receive_and_record(
                 "t/0", _chunks(data, 100), size=len(data), sha256=digest, record=record
             )
         )

@@ -267,7 +267,7 @@ def test_an_upload_out_of_descriptors_is_refused_503(tmp_path: Path) -> None:
                 while True:
                     taken.append(os.open(os.devnull, os.O_RDONLY))
             with pytest.raises(ServiceUnavailable) as refused:
-                await store.receive("t/0", chunks(), size=3, sha256=None)
+                await store.receiver.receive("t/0", chunks(), size=3, sha256=None)
         finally:
             for fd in taken:
                 os.close(fd)

@@ -101,12 +101,12 @@ class LocalTransfers:
         key, file = signed.key, found.file
         if found.status != "pending":
             # Complete: the same bytes again are harmless (checked, then dropped), others refused.
-            received = await self.store.receive(None, chunks, size=file.size, sha256=None)
+            received = await self.store.receiver.receive(None, chunks, size=file.size, sha256=None)
             if received.sha256 != file.sha256:
                 raise _frozen(key, found.status)
             return
         now = datetime.now(UTC)
-        received, outcome = await self.store.receive_and_record(
+        received, outcome = await self.store.receiver.receive_and_record(
             key,
             chunks,
             size=file.size,

@@ -14,24 +14,20 @@ by the database (``LocalTransfers``), only while the traceset is pending.
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import fcntl
 import os
 import shutil
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TypeVar
 
 from tracesets.inspection.source import FileSource
 from tracesets.records import Checked
 from tracesets.storage.base import UploadIncomplete, UploadPlan
-from tracesets.storage.receive import Received, Receiver
+from tracesets.storage.receive import Receiver
 from tracesets.storage.signing import Method, URLSigner
 from tracesets.uploadrequest import PartDigests
-
-R = TypeVar("R")
 
 
 class LocalBlobStore:
@@ -156,26 +152,6 @@ class LocalBlobStore:
 
     def abort_upload(self, key: str, upload_id: str) -> None:
         """Nothing to abort: a local upload is one PUT, and a refused one leaves nothing."""
-
-    async def receive(
-        self, key: str | None, chunks: AsyncIterator[bytes], *, size: int, sha256: str | None
-    ) -> Received:
-        """``Receiver.receive``: ``chunks`` checked and placed as ``key``."""
-        return await self.receiver.receive(key, chunks, size=size, sha256=sha256)
-
-    async def receive_and_record(
-        self,
-        key: str,
-        chunks: AsyncIterator[bytes],
-        *,
-        size: int,
-        sha256: str | None,
-        record: Callable[[str], concurrent.futures.Future[R]],
-    ) -> tuple[Received, R]:
-        """``Receiver.receive_and_record``: placed, then recorded from the placing thread."""
-        return await self.receiver.receive_and_record(
-            key, chunks, size=size, sha256=sha256, record=record
-        )
 
     def size_of(self, key: str, sha256: str) -> int | None:
         """The size of the bytes ``path`` names, from one ``stat`` where they are under their

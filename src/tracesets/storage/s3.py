@@ -26,7 +26,7 @@ import hashlib
 import logging
 import math
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 from urllib.parse import quote
@@ -272,14 +272,7 @@ class S3BlobStore:
             digests = self.parts.load_digests(self._key(key))
         if upload_id is not None:
             self.parts.join(self._key(key), size, upload_id, digests)
-        try:
-            head = self.s3.head_object(
-                Bucket=self.location.bucket, Key=self._key(key), ChecksumMode="ENABLED"
-            )
-        except ClientError as exc:
-            if is_missing(exc):
-                raise UploadIncomplete("has not been received") from None
-            raise
+        head = self._received(self.s3.head_object, key)
         self._check_size(key, int(head["ContentLength"]), size)
         # Joined from parts by an earlier complete (a whole-object checksum is a single PUT's).
         if (
@@ -305,14 +298,7 @@ class S3BlobStore:
         kept, and its body (a few MiB at most) is read only when S3 kept none. The GET
         stands for a HEAD and then a read back, which a store that keeps no checksum of a
         presigned PUT (moto) would otherwise answer for every file of a traceset."""
-        try:
-            got = self.s3.get_object(
-                Bucket=self.location.bucket, Key=self._key(key), ChecksumMode="ENABLED"
-            )
-        except ClientError as exc:
-            if is_missing(exc):
-                raise UploadIncomplete("has not been received") from None
-            raise
+        got = self._received(self.s3.get_object, key)
         body = got["Body"]
         try:
             self._check_size(key, int(got["ContentLength"]), size)
@@ -326,6 +312,16 @@ class S3BlobStore:
         finally:
             body.close()
         return self._as_declared(key, checked, sha256, how)
+
+    def _received(self, call: Callable[..., dict[str, Any]], key: str) -> dict[str, Any]:
+        """``call`` (``head_object``, ``get_object``) of ``key`` with S3's checksums;
+        UploadIncomplete when no object is there."""
+        try:
+            return call(Bucket=self.location.bucket, Key=self._key(key), ChecksumMode="ENABLED")
+        except ClientError as exc:
+            if is_missing(exc):
+                raise UploadIncomplete("has not been received") from None
+            raise
 
     def _check_size(self, key: str, stored: int, size: int) -> None:
         if stored != size:
