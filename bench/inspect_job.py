@@ -162,8 +162,8 @@ def s3_bucket(paths: list[Path], manifest: Path) -> Iterator[str]:
 
 def _file_by_file(queue: Any, traceset: Any) -> bytes:
     """The queue's work on a traceset without a database: its files claimed in batches as
-    a process claims them, each fetched ahead and read, then joined as the last file's
-    recorder joins them."""
+    a process claims them (the claims and records made without one), each fetched ahead
+    and read, then joined as the last file's recorder joins them."""
     from concurrent.futures import ThreadPoolExecutor
 
     from tracesets.db.inspection_files import Claim
@@ -173,11 +173,22 @@ def _file_by_file(queue: Any, traceset: Any) -> bytes:
 
     done: list[tuple[str, str, str]] = []
     primary = [f for f in traceset.files if f.role == "primary"]
-    for start in range(0, len(primary), MAX_BATCH_FILES):
-        batch = [
+    batches = iter(
+        [
             Claim(1, f.idx, 1, traceset.id, f.name, f.size, f.sha256)
             for f in primary[start : start + MAX_BATCH_FILES]
         ]
+        for start in range(0, len(primary), MAX_BATCH_FILES)
+    )
+    if hasattr(queue, "_claim_more"):  # batches claimed while the pool reads the last
+        queue._claim_more = lambda: next(batches, None)
+        queue._record = lambda outcomes: done.extend(
+            (claim.name, status, text) for claim, status, text in outcomes
+        )
+        queue._inspect(next(batches))
+        assert len(done) == len(primary), "a file was not read"
+        return join(traceset.rank_count, None, done)[1]
+    for batch in batches:
         read_batch = getattr(queue, "_read_batch", None)  # files shared among processes
         if read_batch is not None:
             outcomes = read_batch(batch)

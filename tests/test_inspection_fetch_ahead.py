@@ -145,7 +145,8 @@ def test_a_remote_store_is_fetched_on_threads_a_local_one_where_it_is_read(
     store.remote = remote
     queue = InspectionQueue(cast(Database, None), cast(BlobStore, store), processes=1)
     last_attempts = [replace(claim, attempts=MAX_ATTEMPTS) for claim in claims(4, 100)]
-    outcomes = queue._read_batch(last_attempts)  # a failure is recorded, not retried
+    # a failure is recorded, not retried
+    outcomes = queue._collect(queue._start(last_attempts, behind=[]))
     assert [(claim.name, status) for claim, status, _ in outcomes] == [
         ("rank0.json", "done"),
         ("rank1.json", "done"),

@@ -20,8 +20,9 @@ failed, and the inspection fails with the reason once its other files are done.
 Reading a trace is Python bound to one core, so a queue shares the small files of a
 batch among a pool of processes, one per core (``processes``), while it fetches them;
 the claims, the leases and the records stay in the queue's own process; a few small files
-go to the pool as one task. The pool lives while there is work, and goes when the queue
-is idle. A pool process that dies fails the files of the tasks it had not answered yet:
+go to the pool as one task. The next batch is claimed while the pool reads the last
+files of the one before, so the pool does not wait for a batch's record and the next
+claim. The pool lives while there is work, and goes when the queue is idle. A pool process that dies fails the files of the tasks it had not answered yet:
 they are given back as a failed attempt and claimed again, by a new pool; whatever was
 answered is recorded, nothing else.
 """
@@ -37,12 +38,15 @@ import socket
 import threading
 from collections.abc import Callable
 from concurrent.futures import (
+    FIRST_COMPLETED,
     CancelledError,
     Future,
     ProcessPoolExecutor,
     ThreadPoolExecutor,
+    wait,
 )
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
@@ -66,9 +70,8 @@ DEFAULT_LEASE: Final = timedelta(seconds=60)
 MAX_ATTEMPTS: Final = 3
 #: A process claims up to this many files at once, while they add up to at most
 #: MAX_BATCH_BYTES (a larger file is claimed alone): a small file's claim and record,
-#: two transactions, otherwise cost more than reading it, and the pool waits for the
-#: batch's last file, then for its record and the next claim, at each batch's end. A
-#: job of 1,024 rank files took 2.6-3.3 s in batches of 16, 2.1-2.3 s in batches of 64.
+#: two transactions, otherwise cost more than reading it. A job of 1,024 rank files
+#: took 2.6-3.3 s in batches of 16, 2.1-2.3 s in batches of 64.
 MAX_BATCH_FILES: Final = 64
 MAX_BATCH_BYTES: Final = 64 * 1024 * 1024
 IDLE_SECONDS: Final = 2.0
@@ -77,6 +80,21 @@ IDLE_SECONDS: Final = 2.0
 #: 0.5 ms of CPU, a quarter of what a rank's trace costs to read, so a few go together.
 POOL_TASK_FILES: Final = 4
 POOL_TASK_BYTES: Final = 1024 * 1024
+#: The next batch is claimed when each pool process has at most this many of the batch's
+#: tasks left: enough to keep it busy through the claim, few enough to leave other
+#: processes their share of a traceset's files.
+TAIL_TASKS: Final = 2
+
+
+@dataclass(slots=True)
+class _Reading:
+    """A claimed batch on its way: the files sent to the pool, their answers to come,
+    and what the files read in this process said."""
+
+    batch: list[Claim]
+    readers: ProcessPoolExecutor | None
+    sent: list[tuple[Claim, Future[str]]] = field(default_factory=list)
+    outcomes: list[tuple[Claim, str, str]] = field(default_factory=list)
 
 
 def process_name() -> str:
@@ -125,17 +143,21 @@ class InspectionQueue:
         self.stopping.set()
 
     def run_one(self) -> bool:
-        """Claim a few files and inspect them; False when there was nothing to do."""
+        """Claim files and inspect them, batch after batch while there are any; False when
+        there was nothing to do."""
         self._start_heartbeat()
-        # Committed with the requests' writes (one fsync on SQLite, not one more each):
-        # a claim and a record per traceset, each holding SQLite's only writer through
-        # its own fsync, made every upload and promote of a busy service wait on them.
-        batch = self.db.write_soon(lambda conn: self._claim_or_take_up(conn, _utcnow()))
+        batch = self._claim_more()
         if batch is None:
             return False
         if batch:
             self._inspect(batch)
         return True
+
+    def _claim_more(self) -> list[Claim] | None:
+        # Committed with the requests' writes (one fsync on SQLite, not one more each):
+        # a claim and a record per traceset, each holding SQLite's only writer through
+        # its own fsync, made every upload and promote of a busy service wait on them.
+        return self.db.write_soon(lambda conn: self._claim_or_take_up(conn, _utcnow()))
 
     def _claim_or_take_up(self, conn: Connection, now: datetime) -> list[Claim] | None:
         """Files to inspect, from a pending inspection taken up if none is running; None
@@ -161,28 +183,56 @@ class InspectionQueue:
         )
 
     def _inspect(self, batch: list[Claim]) -> None:
-        """Inspect the claimed files, small ones in the pool, and record them together;
-        when told to stop, record what is done and give the rest back."""
-        self._held = list(batch)
+        """Inspect the claimed files, small ones in the pool, and record each batch's
+        together, claiming the next batch while the pool reads the last files of the one
+        before; when told to stop, record what is done and give the rest back."""
         try:
-            outcomes = self._read_batch(batch)
-            if outcomes:
-                self._record(outcomes)
-            if self.stopping.is_set():
-                self._give_back([c for c in batch if c not in {o[0] for o in outcomes}])
+            reading: _Reading | None = self._start(batch, behind=[])
+            while reading is not None:
+                following = self._next(reading) if reading.sent else None
+                self._finish(reading)
+                reading = following if reading.sent else self._next(None)
         finally:
             self._held = []
 
-    def _read_batch(self, batch: list[Claim]) -> list[tuple[Claim, str, str]]:
-        """What each file of the batch says, or why it failed; files given back left out.
+    def _next(self, behind: _Reading | None) -> _Reading | None:
+        """The next batch claimed and on its way, once the pool is down to the last few
+        tasks of the one ``behind``: a batch waited for its last task, its record and the
+        next claim with the pool idle, a sixth of the time of a job of small rank files.
+        Not sooner, so that other processes share a traceset's files."""
+        if behind is not None:
+            tail = TAIL_TASKS * POOL_TASK_FILES * self.processes
+            while not self.stopping.is_set():
+                unread = [answer for _, answer in behind.sent if not answer.done()]
+                if len(unread) <= tail:
+                    break
+                wait(unread, return_when=FIRST_COMPLETED)
+        if self.stopping.is_set():
+            return None
+        batch = self._claim_more()
+        if not batch:
+            return None
+        return self._start(batch, behind=[] if behind is None else behind.sent)
+
+    def _finish(self, reading: _Reading) -> None:
+        outcomes = self._collect(reading)
+        if outcomes:
+            self._record(outcomes)
+        if self.stopping.is_set():
+            self._give_back([c for c in reading.batch if c not in {o[0] for o in outcomes}])
+        done = set(reading.batch)
+        self._held = [claim for claim in self._held if claim not in done]
+
+    def _start(self, batch: list[Claim], behind: list[tuple[Claim, Future[str]]]) -> _Reading:
+        """The batch's small files sent to the pool as they arrive (within the byte budget,
+        with those still unread of the batch ``behind``); larger ones read here, meanwhile.
 
         Small files are read whole, in one request (``read_once``): inspection and analysis
-        read a file two or three times (head, tail, events). They go to the pool as they
-        arrive; larger ones are read here, meanwhile.
+        read a file two or three times (head, tail, events).
         """
-        outcomes: list[tuple[Claim, str, str]] = []
-        readers = self._pool_for(batch)
-        sent: list[tuple[Claim, Future[str]]] = []
+        self._held = [*self._held, *batch]
+        reading = _Reading(batch, self._pool_for(batch))
+        readers, sent = reading.readers, reading.sent
         task: list[tuple[Claim, bytes | str]] = []  # small files fetched, not yet sent
         fetching = (
             ThreadPoolExecutor(FETCH_AHEAD, thread_name_prefix="inspection-fetch")
@@ -195,7 +245,7 @@ class InspectionQueue:
                     break
                 if readers is not None and claim.size <= READ_ONCE_LIMIT:
                     held = sum(c.size for c, _ in task)
-                    make_room(sent, held + claim.size)
+                    make_room(behind + sent, held + claim.size)
                     try:
                         task.append((claim, self._payload(claim, source)))
                     except Exception as exc:
@@ -206,7 +256,7 @@ class InspectionQueue:
                 else:
                     outcome = self._attempt(claim, self._read_here, claim, source)
                     if outcome is not None:
-                        outcomes.append((claim, *outcome))
+                        reading.outcomes.append((claim, *outcome))
                 del source  # its bytes go now, not when the next file's arrive
             else:
                 if task and readers is not None:
@@ -214,11 +264,20 @@ class InspectionQueue:
         finally:
             if fetching is not None:
                 fetching.shutdown(wait=True, cancel_futures=True)
-        for claim, answer in sent:
+        return reading
+
+    def _collect(self, reading: _Reading) -> list[tuple[Claim, str, str]]:
+        """What each file of the batch says, or why it failed; files given back left out."""
+        outcomes = reading.outcomes
+        for claim, answer in reading.sent:
             outcome = self._attempt(claim, answer.result)
             if outcome is not None:
                 outcomes.append((claim, *outcome))
-            if not answer.cancelled() and isinstance(answer.exception(), BrokenProcessPool):
+            if (
+                not answer.cancelled()
+                and isinstance(answer.exception(), BrokenProcessPool)
+                and reading.readers is self._readers
+            ):
                 self._close_pool()  # a pool process died: the next batch gets a new pool
         return outcomes
 
