@@ -164,10 +164,7 @@ def _file_by_file(queue: Any, traceset: Any) -> bytes:
     """The queue's work on a traceset without a database: its files claimed in batches as
     a process claims them (the claims and records made without one), each fetched ahead
     and read, then joined as the last file's recorder joins them."""
-    from concurrent.futures import ThreadPoolExecutor
-
     from tracesets.db.inspection_files import Claim
-    from tracesets.service.fetching import FETCH_AHEAD
     from tracesets.service.inspections import MAX_BATCH_FILES
     from tracesets.service.joined import join
 
@@ -180,26 +177,12 @@ def _file_by_file(queue: Any, traceset: Any) -> bytes:
         ]
         for start in range(0, len(primary), MAX_BATCH_FILES)
     )
-    if hasattr(queue, "_claim_more"):  # batches claimed while the pool reads the last
-        queue._claim_more = lambda: next(batches, None)
-        queue._record = lambda outcomes: done.extend(
-            (claim.name, status, text) for claim, status, text in outcomes
-        )
-        queue._inspect(next(batches))
-        assert len(done) == len(primary), "a file was not read"
-        return join(traceset.rank_count, None, done)[1]
-    for batch in batches:
-        read_batch = getattr(queue, "_read_batch", None)  # files shared among processes
-        if read_batch is not None:
-            outcomes = read_batch(batch)
-            assert len(outcomes) == len(batch), "a file was not read"
-            done += [(claim.name, status, text) for claim, status, text in outcomes]
-            continue
-        with ThreadPoolExecutor(FETCH_AHEAD) as pool:
-            fetched = [pool.submit(queue._open, claim) for claim in batch]
-            for claim, source in zip(batch, fetched, strict=True):
-                status, text = queue._inspect_one(claim, source)
-                done.append((claim.name, status, text))
+    queue._claim_more = lambda: next(batches, None)
+    queue._record = lambda outcomes: done.extend(
+        (claim.name, status, text) for claim, status, text in outcomes
+    )
+    queue._inspect(next(batches))
+    assert len(done) == len(primary), "a file was not read"
     return join(traceset.rank_count, None, done)[1]
 
 
@@ -208,7 +191,7 @@ def _pool_cpu(queue: Any) -> float:
     that made them, from /proc, before they go: they are no children of this process."""
     from multiprocessing import forkserver
 
-    readers = getattr(queue, "_readers", None)
+    readers = getattr(queue, "reader", None) and queue.reader._readers
     pids = list(getattr(readers, "_processes", None) or {})
     server = getattr(forkserver._forkserver, "_forkserver_pid", None)
     ticks = 0
@@ -256,9 +239,8 @@ def service_run(store_root: Path, result: Path, s3_url: str | None = None) -> No
         result.write_bytes(_file_by_file(queue, traceset))
     elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
     cpu += _pool_cpu(queue)
-    close = getattr(queue, "_close_pool", None)
-    if close is not None:
-        close()
+    if hasattr(queue, "reader"):
+        queue.reader.close_pool()
     print(json.dumps({"seconds": elapsed, "cpu": cpu}))
 
 

@@ -9,16 +9,15 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, cast
 
+import pytest
+
 from tracesets.db.engine import Database
 from tracesets.db.inspection_files import Claim
 from tracesets.inspection import ByteSource
 from tracesets.inspection.source import BytesSource
-from tracesets.service.inspections import (
-    MAX_BATCH_FILES,
-    POOL_TASK_FILES,
-    TAIL_TASKS,
-    InspectionQueue,
-)
+from tracesets.service import batches
+from tracesets.service.batches import POOL_TASK_FILES, TAIL_TASKS
+from tracesets.service.inspections import MAX_BATCH_FILES, InspectionQueue
 from tracesets.storage.base import BlobStore
 
 TRACE = b'{"traceEvents": []}'
@@ -66,10 +65,12 @@ def batch(first: int) -> list[Claim]:
     ]
 
 
-def test_the_next_batch_is_claimed_while_the_pool_reads_the_last_tasks() -> None:
+def test_the_next_batch_is_claimed_while_the_pool_reads_the_last_tasks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     pool = HeldPool()
+    monkeypatch.setattr(batches, "reading_pool", lambda processes: pool)
     queue = InspectionQueue(cast(Database, None), cast(BlobStore, Store()), processes=PROCESSES)
-    queue._readers = cast(Any, pool)
     first, second = batch(0), batch(MAX_BATCH_FILES)
     to_claim = [second]
     claimed = threading.Event()

@@ -92,7 +92,7 @@ def test_a_local_file_is_read_in_place_a_remote_small_one_whole(
     store: Any = OneFolder(FileSource(path) if local else Remote())
     queue = InspectionQueue(cast(Database, None), cast(BlobStore, store))
     [claim] = claims(1, 100_000)
-    source = queue._open(claim)
+    source = queue.reader.open(claim)
     assert source.read(10, 5) == b"xxxxx"
     assert source.read(0, 3) == b"xxx"
     if local:
@@ -146,7 +146,7 @@ def test_a_remote_store_is_fetched_on_threads_a_local_one_where_it_is_read(
     queue = InspectionQueue(cast(Database, None), cast(BlobStore, store), processes=1)
     last_attempts = [replace(claim, attempts=MAX_ATTEMPTS) for claim in claims(4, 100)]
     # a failure is recorded, not retried
-    outcomes = queue._collect(queue._start(last_attempts, behind=[]))
+    outcomes = queue.reader.collect(queue.reader.start(last_attempts))
     assert [(claim.name, status) for claim, status, _ in outcomes] == [
         ("rank0.json", "done"),
         ("rank1.json", "done"),

@@ -79,8 +79,8 @@ def worker(data_dir: DataDir = None) -> None:
     db = _database(settings)
     store = open_store(settings)
     queue = InspectionQueue(db, store, lease=timedelta(seconds=settings.inspection_lease))
-    queue.before_file = _hold(os.environ, queue.stopping)
-    queue.before_file_in_pool = _hold_in_pool(os.environ)
+    queue.reader.before_file = _hold(os.environ, queue.stopping)
+    queue.reader.before_file_in_pool = _hold_in_pool(os.environ)
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
         log.info("worker %s stopping (%s)", queue.owner, signal.Signals(signum).name)

@@ -62,9 +62,9 @@ def fetch(source: ByteSource, offset: int, length: int) -> bytes:
 class FileSource:
     """A local file. Each read opens it afresh: nothing to close, safe across threads."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, size: int | None = None) -> None:
         self.path = Path(path)
-        self._size = self.path.stat().st_size
+        self._size = self.path.stat().st_size if size is None else size
 
     @property
     def size(self) -> int:

@@ -17,14 +17,10 @@ over; a process told to stop gives its files back at once. A file that fails thr
 times (the store failed, not the traces: bad bytes are findings) is recorded as
 failed, and the inspection fails with the reason once its other files are done.
 
-Reading a trace is Python bound to one core, so a queue shares the small files of a
-batch among a pool of processes, one per core (``processes``), while it fetches them;
-the claims, the leases and the records stay in the queue's own process; a few small files
-go to the pool as one task. The next batch is claimed while the pool reads the last
+The files are read by a ``BatchReader`` (``service.batches``): small ones by a pool of
+processes, one per core. The queue claims its next batch while the pool reads the last
 files of the one before, so the pool does not wait for a batch's record and the next
-claim. The pool lives while there is work, and goes when the queue is idle. A pool process that dies fails the files of the tasks it had not answered yet:
-they are given back as a failed attempt and claimed again, by a new pool; whatever was
-answered is recorded, nothing else.
+claim; the claims, the leases and the records stay in the queue's own process.
 """
 
 from __future__ import annotations
@@ -37,16 +33,7 @@ import secrets
 import socket
 import threading
 from collections.abc import Callable
-from concurrent.futures import (
-    FIRST_COMPLETED,
-    CancelledError,
-    Future,
-    ProcessPoolExecutor,
-    ThreadPoolExecutor,
-    wait,
-)
-from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, field
+from concurrent.futures import CancelledError
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
@@ -56,13 +43,9 @@ from tracesets.db import inspection_files as claims
 from tracesets.db import queries
 from tracesets.db.engine import Database
 from tracesets.db.inspection_files import Claim
-from tracesets.inspection import ByteSource
-from tracesets.inspection.cores import cores
-from tracesets.inspection.source import READ_ONCE_LIMIT, FileSource, fetch, read_once
-from tracesets.service.fetching import FETCH_AHEAD, Stoppable, fetch_ahead, make_room
+from tracesets.service.batches import BatchReader, Outcome, Reading
 from tracesets.service.joined import failure_json, join_results
-from tracesets.service.reading import failed, read_stored, reading_pool, send_to_pool
-from tracesets.storage.base import BlobStore, blob_key
+from tracesets.storage.base import BlobStore
 
 log = logging.getLogger("tracesets.inspection")
 
@@ -75,26 +58,6 @@ MAX_ATTEMPTS: Final = 3
 MAX_BATCH_FILES: Final = 64
 MAX_BATCH_BYTES: Final = 64 * 1024 * 1024
 IDLE_SECONDS: Final = 2.0
-#: Small files sent to the pool in one task, at most, and their bytes: a task's passage
-#: between processes (the executor's threads, its pipes) cost the queue's process about
-#: 0.5 ms of CPU, a quarter of what a rank's trace costs to read, so a few go together.
-POOL_TASK_FILES: Final = 4
-POOL_TASK_BYTES: Final = 1024 * 1024
-#: The next batch is claimed when each pool process has at most this many of the batch's
-#: tasks left: enough to keep it busy through the claim, few enough to leave other
-#: processes their share of a traceset's files.
-TAIL_TASKS: Final = 2
-
-
-@dataclass(slots=True)
-class _Reading:
-    """A claimed batch on its way: the files sent to the pool, their answers to come,
-    and what the files read in this process said."""
-
-    batch: list[Claim]
-    readers: ProcessPoolExecutor | None
-    sent: list[tuple[Claim, Future[str]]] = field(default_factory=list)
-    outcomes: list[tuple[Claim, str, str]] = field(default_factory=list)
 
 
 def process_name() -> str:
@@ -107,13 +70,8 @@ def _utcnow() -> datetime:
 
 
 class InspectionQueue:
-    """Claims files of queued inspections and records what they say.
-
-    ``before_file`` is called with each claimed file's name before it is read, and
-    ``before_file_in_pool`` (picklable) in the pool process that reads it: tests use them
-    to hold a process inside a known file. ``processes``: the pool's size (default one
-    per core; 1 reads every file in this process).
-    """
+    """Claims files of queued inspections and records what they say; ``reader`` reads
+    them (``processes``: its pool's size, one per core by default)."""
 
     def __init__(
         self,
@@ -122,21 +80,17 @@ class InspectionQueue:
         *,
         lease: timedelta = DEFAULT_LEASE,
         owner: str | None = None,
-        before_file: Callable[[str], None] | None = None,
         processes: int | None = None,
     ) -> None:
         self.db = db
         self.store = store
         self.lease = lease
         self.owner = owner or process_name()
-        self.before_file = before_file
-        self.before_file_in_pool: Callable[[str], None] | None = None
-        self.processes = cores() if processes is None else processes
         self.wake = asyncio.Event()
         self.stopping = threading.Event()
+        self.reader = BatchReader(store, self.stopping, self._attempt, processes=processes)
         self._held: list[Claim] = []
         self._heartbeat: threading.Thread | None = None
-        self._readers: ProcessPoolExecutor | None = None
 
     def stop(self) -> None:
         """Stop taking work; the file being read is given back at its next read."""
@@ -187,7 +141,8 @@ class InspectionQueue:
         together, claiming the next batch while the pool reads the last files of the one
         before; when told to stop, record what is done and give the rest back."""
         try:
-            reading: _Reading | None = self._start(batch, behind=[])
+            self._held = list(batch)
+            reading: Reading | None = self.reader.start(batch)
             while reading is not None:
                 following = self._next(reading) if reading.sent else None
                 self._finish(reading)
@@ -195,164 +150,30 @@ class InspectionQueue:
         finally:
             self._held = []
 
-    def _next(self, behind: _Reading | None) -> _Reading | None:
+    def _next(self, behind: Reading | None) -> Reading | None:
         """The next batch claimed and on its way, once the pool is down to the last few
-        tasks of the one ``behind``: a batch waited for its last task, its record and the
-        next claim with the pool idle, a sixth of the time of a job of small rank files.
-        Not sooner, so that other processes share a traceset's files."""
+        tasks of the one ``behind``. Claimed after the batch's record, the pool stood idle
+        through the last task, the record and the claim: a job of 4,095 rank files took
+        9.4-10.6 s to inspect with SQLite, 7.8-9.5 s now. Not sooner, so that other
+        processes get their share of a traceset's files."""
         if behind is not None:
-            tail = TAIL_TASKS * POOL_TASK_FILES * self.processes
-            while not self.stopping.is_set():
-                unread = [answer for _, answer in behind.sent if not answer.done()]
-                if len(unread) <= tail:
-                    break
-                wait(unread, return_when=FIRST_COMPLETED)
+            self.reader.until_tail(behind)
         if self.stopping.is_set():
             return None
         batch = self._claim_more()
         if not batch:
             return None
-        return self._start(batch, behind=[] if behind is None else behind.sent)
+        self._held = [*self._held, *batch]
+        return self.reader.start(batch, behind)
 
-    def _finish(self, reading: _Reading) -> None:
-        outcomes = self._collect(reading)
+    def _finish(self, reading: Reading) -> None:
+        outcomes = self.reader.collect(reading)
         if outcomes:
             self._record(outcomes)
         if self.stopping.is_set():
             self._give_back([c for c in reading.batch if c not in {o[0] for o in outcomes}])
         done = set(reading.batch)
         self._held = [claim for claim in self._held if claim not in done]
-
-    def _start(self, batch: list[Claim], behind: list[tuple[Claim, Future[str]]]) -> _Reading:
-        """The batch's small files sent to the pool as they arrive (within the byte budget,
-        with those still unread of the batch ``behind``); larger ones read here, meanwhile.
-
-        Small files are read whole, in one request (``read_once``): inspection and analysis
-        read a file two or three times (head, tail, events).
-        """
-        self._held = [*self._held, *batch]
-        reading = _Reading(batch, self._pool_for(batch))
-        readers, sent = reading.readers, reading.sent
-        task: list[tuple[Claim, bytes | str]] = []  # small files fetched, not yet sent
-        fetching = (
-            ThreadPoolExecutor(FETCH_AHEAD, thread_name_prefix="inspection-fetch")
-            if self.store.remote
-            else None
-        )
-        try:
-            for claim, source in fetch_ahead(batch, self._fetcher(fetching)):
-                if self.stopping.is_set():
-                    break
-                if readers is not None and claim.size <= READ_ONCE_LIMIT:
-                    held = sum(c.size for c, _ in task)
-                    make_room(behind + sent, held + claim.size)
-                    try:
-                        task.append((claim, self._payload(claim, source)))
-                    except Exception as exc:
-                        sent.append((claim, failed(exc)))
-                    if len(task) >= POOL_TASK_FILES or held + claim.size >= POOL_TASK_BYTES:
-                        sent += self._send(readers, task)
-                        task = []
-                else:
-                    outcome = self._attempt(claim, self._read_here, claim, source)
-                    if outcome is not None:
-                        reading.outcomes.append((claim, *outcome))
-                del source  # its bytes go now, not when the next file's arrive
-            else:
-                if task and readers is not None:
-                    sent += self._send(readers, task)
-        finally:
-            if fetching is not None:
-                fetching.shutdown(wait=True, cancel_futures=True)
-        return reading
-
-    def _collect(self, reading: _Reading) -> list[tuple[Claim, str, str]]:
-        """What each file of the batch says, or why it failed; files given back left out."""
-        outcomes = reading.outcomes
-        for claim, answer in reading.sent:
-            outcome = self._attempt(claim, answer.result)
-            if outcome is not None:
-                outcomes.append((claim, *outcome))
-            if (
-                not answer.cancelled()
-                and isinstance(answer.exception(), BrokenProcessPool)
-                and reading.readers is self._readers
-            ):
-                self._close_pool()  # a pool process died: the next batch gets a new pool
-        return outcomes
-
-    def _fetcher(
-        self, fetching: ThreadPoolExecutor | None
-    ) -> Callable[[Claim], Future[ByteSource]]:
-        """How the batch's files are fetched: a remote store's on threads, ahead of their
-        reading, since each is a round trip; a local file opened when its turn comes, since
-        that is a system call (on a thread and back, 4,096 rank files cost this process 0.3 s
-        of CPU, taken from the pool's processes on the same cores)."""
-        if fetching is not None:
-            return lambda claim: fetching.submit(self._open, claim)
-
-        def opened(claim: Claim) -> Future[ByteSource]:
-            future: Future[ByteSource] = Future()
-            try:
-                future.set_result(self._open(claim))
-            except Exception as exc:  # the store's failure, met when the file is read
-                future.set_exception(exc)
-            return future
-
-        return opened
-
-    def _pool_for(self, batch: list[Claim]) -> ProcessPoolExecutor | None:
-        """The pool, started if need be; None for one process or one small file."""
-        small = sum(claim.size <= READ_ONCE_LIMIT for claim in batch)
-        if self.processes <= 1 or small < 2:
-            return self._readers
-        if self._readers is None:
-            self._readers = reading_pool(self.processes)
-        return self._readers
-
-    def _close_pool(self) -> None:
-        readers, self._readers = self._readers, None
-        if readers is not None:
-            readers.shutdown(wait=False, cancel_futures=True)
-
-    def _open(self, claim: Claim) -> ByteSource:
-        assert claim.sha256 is not None  # complete recorded every file's digest
-        source = self.store.open_source(
-            blob_key(claim.traceset_id, claim.idx), sha256=claim.sha256, size=claim.size
-        )
-        if isinstance(source, FileSource):
-            # A local file's read is a system call, no round trip to save. Read whole on
-            # the fetch threads, files of a few MiB stayed in glibc's per-thread arenas
-            # after they were freed: 64 files of 2 MiB took a service from 85 to 123 MB.
-            return source
-        return read_once(Stoppable(source, self.stopping))
-
-    def _payload(self, claim: Claim, fetched: Future[ByteSource]) -> bytes | str:
-        """What the pool gets of a small file: a local file's path (the pool process
-        reads it; read here, one after the other, the files were half of this process's
-        time and kept the pool waiting), else the bytes fetched."""
-        if self.before_file is not None:
-            self.before_file(claim.name)
-        source = fetched.result()
-        if isinstance(source, FileSource):
-            return str(source.path)
-        source = Stoppable(source, self.stopping)
-        return fetch(source, 0, source.size)
-
-    def _send(
-        self, readers: ProcessPoolExecutor, task: list[tuple[Claim, bytes | str]]
-    ) -> list[tuple[Claim, Future[str]]]:
-        """A few small files sent to the pool as one task: each file's answer, or the
-        failure to send them, as its own future."""
-        files = [(claim.name, data) for claim, data in task]
-        answers = send_to_pool(readers, files, self.before_file_in_pool)
-        return [(claim, answer) for (claim, _), answer in zip(task, answers, strict=True)]
-
-    def _read_here(self, claim: Claim, fetched: Future[ByteSource]) -> str:
-        if self.before_file is not None:
-            self.before_file(claim.name)
-        # Fetched ahead, perhaps whole: a stop still gives the file back at its next read.
-        return read_stored(claim.name, Stoppable(fetched.result(), self.stopping))
 
     def _attempt(
         self, claim: Claim, read: Callable[..., str], *args: object
@@ -380,7 +201,7 @@ class InspectionQueue:
         for claim in left:
             log.info("file %s given back: %s is stopping", claim.name, self.owner)
 
-    def _record(self, outcomes: list[tuple[Claim, str, str]]) -> None:
+    def _record(self, outcomes: list[Outcome]) -> None:
         """Record files; for each traceset whose last file this was, join its files and
         run the checks, in the same transaction: of two processes recording the last two
         files, the inspection's row lock lets exactly one see that nothing is left.
@@ -474,10 +295,10 @@ class InspectionQueue:
                     log.exception("the inspection queue could not claim work")
                     busy = False
                 if not busy:
-                    self._close_pool()
+                    self.reader.close_pool()
                     self.stopping.wait(IDLE_SECONDS)
         finally:
-            self._close_pool()
+            self.reader.close_pool()
 
     async def run_forever(self) -> None:
         """Work beside a service's requests; woken early when a traceset completes."""
@@ -489,9 +310,9 @@ class InspectionQueue:
                     log.exception("the inspection queue could not claim work")
                     busy = False
                 if not busy:
-                    self._close_pool()
+                    self.reader.close_pool()
                     self.wake.clear()
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self.wake.wait(), IDLE_SECONDS)
         finally:
-            self._close_pool()
+            self.reader.close_pool()

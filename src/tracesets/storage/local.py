@@ -148,7 +148,11 @@ class LocalBlobStore:
         return self._signed_url("GET", key, self.download_ttl, base_url)[0]
 
     def open_source(self, key: str, *, sha256: str, size: int | None = None) -> FileSource:
-        return FileSource(self.path(key, sha256))
+        named = self._named(key, sha256)
+        try:  # one stat, for the size, where ``path`` would look first and then stat again
+            return FileSource(named, size=os.stat(named).st_size)
+        except FileNotFoundError:
+            return FileSource(self.path(key, sha256))
 
     def abort_upload(self, key: str, upload_id: str) -> None:
         """Nothing to abort: a local upload is one PUT, and a refused one leaves nothing."""
