@@ -83,7 +83,6 @@ class InspectionQueue:
         processes: int | None = None,
     ) -> None:
         self.db = db
-        self.store = store
         self.lease = lease
         self.owner = owner or process_name()
         self.wake = asyncio.Event()
@@ -175,7 +174,8 @@ class InspectionQueue:
         if outcomes:
             self._record(outcomes)
         if self.stopping.is_set():
-            self._give_back([c for c in reading.batch if c not in {o[0] for o in outcomes}])
+            read = {claim for claim, _, _ in outcomes}
+            self._give_back([claim for claim in reading.batch if claim not in read])
         done = set(reading.batch)
         self._held = [claim for claim in self._held if claim not in done]
 

@@ -148,22 +148,27 @@ class LocalBlobStore:
         return self._signed_url("GET", key, self.download_ttl, base_url)[0]
 
     def open_source(self, key: str, *, sha256: str, size: int | None = None) -> FileSource:
-        named = self._named(key, sha256)
-        try:  # one stat, for the size, where ``path`` would look first and then stat again
-            return FileSource(named, size=os.stat(named).st_size)
-        except FileNotFoundError:
-            return FileSource(self.path(key, sha256))
+        found = self._found(key, sha256)
+        if found is None:
+            return FileSource(self._named(key, sha256))  # raises FileNotFoundError, naming it
+        return FileSource(found[0], size=found[1])
 
     def abort_upload(self, key: str, upload_id: str) -> None:
         """Nothing to abort: a local upload is one PUT, and a refused one leaves nothing."""
 
     def size_of(self, key: str, sha256: str) -> int | None:
-        """The size of the bytes ``path`` names, from one ``stat`` where they are under their
-        digest: ``complete`` asks it of every file, 100,000 for a job of as many ranks."""
+        """The size of the bytes ``path`` names: ``complete`` asks it of every file."""
+        found = self._found(key, sha256)
+        return None if found is None else found[1]
+
+    def _found(self, key: str, sha256: str) -> tuple[str, int] | None:
+        """Where the bytes of ``key`` are and their size, from one ``stat`` where they are
+        under their digest (``path`` looks, then a reader stats again): ``complete`` and the
+        inspection ask it of every file, 100,000 for a job of as many ranks."""
         blobs = os.fspath(self.blobs)
         for name in (f"{blobs}/{key}.{sha256}", f"{blobs}/{key}"):  # the legacy name second
             try:
-                return os.stat(name).st_size
+                return name, os.stat(name).st_size
             except FileNotFoundError:
                 continue
         return None
