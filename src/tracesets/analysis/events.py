@@ -166,10 +166,13 @@ def _parsed_list(value: object) -> list[Any]:
 
 
 def scan_events(
-    stream: Readable, on_batch: Callable[[list[Any]], None], decoding: Decoding = PLAIN
+    stream: Readable,
+    on_batch: Callable[[list[Any]], None],
+    decoding: Decoding = PLAIN,
+    block: int = BLOCK,
 ) -> Outside:
     """Hand each batch of ``traceEvents`` items to ``on_batch``, built by ``decoding``;
-    what is outside, returned.
+    what is outside, returned. ``block``: the bytes read at a time.
 
     Raises ``EventsUnreadable`` when the array is not valid JSON or is cut short (the
     batches before that point have been handed over).
@@ -185,8 +188,8 @@ def scan_events(
     buffer = head.data[at + 1 :]
     eof = head.complete
     while True:
-        if not eof and len(buffer) < BLOCK:
-            more = stream.read(BLOCK)
+        if not eof and len(buffer) < block:
+            more = stream.read(block)
             if more:
                 buffer += more
                 continue
@@ -208,7 +211,7 @@ def scan_events(
                 f"no event ends within {MAX_EVENT_BYTES:,} bytes of traceEvents, or they are "
                 "not JSON"
             )
-        more = stream.read(BLOCK)
+        more = stream.read(block)
         if not more:
             eof = True
         buffer += more

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -95,20 +96,43 @@ def as_paths(paths: PathLike | Iterable[PathLike]) -> list[Path]:
     return [Path(p) for p in paths]
 
 
-def _walk(root: Path) -> Iterator[tuple[Path, str]]:
+def _walk(root: Path) -> Iterator[tuple[Path, str, str, int]]:
+    """Each file ``root`` stands for, in name order: its path, its name, where it really
+    is (a file given twice is sent once) and its size.
+
+    One ``lstat`` a file that is no link: a job's folder holds a trace per rank, and
+    resolving each path (an ``lstat`` per folder above it) then asking its size took
+    longer than reading it. The folders walked are real ones (links to folders are not
+    followed), so a file in them really is in the root's real folder under its name."""
     if root.is_file():
-        yield root, root.name
+        yield root, root.name, str(root.resolve()), root.stat().st_size
         return
     if not root.is_dir():
         raise ClientError(f"{root}: no such file or directory", sent=False)
+    real_root = str(root.resolve())
     found = []
     for folder, dirs, names in os.walk(root, onerror=_unreadable):
         dirs.sort()
+        under = os.path.relpath(folder, root).replace(os.sep, "/")
+        prefix = "" if under == "." else f"{under}/"
         for name in names:
             path = Path(folder, name)
-            if path.is_file():  # follows symlinks; skips sockets, fifos and broken links
-                found.append((path, path.relative_to(root).as_posix()))
+            located = _regular(path, f"{real_root}/{prefix}{name}")
+            if located is not None:  # skips sockets, fifos and broken links
+                found.append((path, prefix + name, *located))
     yield from sorted(found, key=lambda item: item[1])
+
+
+def _regular(path: Path, real: str) -> tuple[str, int] | None:
+    """Where a regular file (or a link to one) really is, and its size; None for anything
+    else. ``real``: where it is if it is no link."""
+    try:
+        status = os.lstat(path)
+        if stat.S_ISLNK(status.st_mode):
+            status, real = os.stat(path), str(path.resolve())
+    except OSError:
+        return None
+    return (real, status.st_size) if stat.S_ISREG(status.st_mode) else None
 
 
 def _unreadable(error: OSError) -> None:
@@ -119,20 +143,19 @@ def collect(
     paths: PathLike | Iterable[PathLike], supporting: PathLike | Iterable[PathLike] = ()
 ) -> list[LocalFile]:
     """The files to upload, primary first, in name order within each path given."""
-    chosen: dict[Path, LocalFile] = {}
+    chosen: dict[str, LocalFile] = {}
     groups: list[tuple[Role, list[Path]]] = [
         ("primary", as_paths(paths)),
         ("supporting", as_paths(supporting)),
     ]
     for role, roots in groups:
         for root in roots:
-            for path, name in _walk(root):
-                key = path.resolve()
-                earlier = chosen.get(key)
+            for path, name, real, size in _walk(root):
+                earlier = chosen.get(real)
                 if earlier is not None:
-                    chosen[key] = replace(earlier, role=role)
+                    chosen[real] = replace(earlier, role=role)
                 else:
-                    chosen[key] = LocalFile(path, name, path.stat().st_size, role)
+                    chosen[real] = LocalFile(path, name, size, role)
     return list(chosen.values())
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import io
 import os
-from pathlib import Path
 from typing import Final, Protocol
 
 from tracesets.inspection.decompress import WHOLE_INPUT_LIMIT, inflate_whole
@@ -60,18 +59,21 @@ def fetch(source: ByteSource, offset: int, length: int) -> bytes:
 
 
 class FileSource:
-    """A local file. Each read opens it afresh: nothing to close, safe across threads."""
+    """A local file. Each read opens it afresh: nothing to close, safe across threads.
+
+    Its path is kept as text: the inspection opens one for each of a job's rank files,
+    and a ``pathlib.Path`` built for each cost more than the ``stat``."""
 
     def __init__(self, path: str | os.PathLike[str], *, size: int | None = None) -> None:
-        self.path = Path(path)
-        self._size = self.path.stat().st_size if size is None else size
+        self.path = os.fspath(path)
+        self._size = os.stat(self.path).st_size if size is None else size
 
     @property
     def size(self) -> int:
         return self._size
 
     def read(self, offset: int, length: int) -> bytes:
-        with self.path.open("rb") as handle:
+        with open(self.path, "rb") as handle:
             handle.seek(offset)
             return handle.read(length)
 

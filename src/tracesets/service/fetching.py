@@ -77,11 +77,11 @@ def fetch_ahead(
 
 def make_room(sent: list[tuple[Claim, Future[str]]], size: int) -> None:
     """Wait until the files sent to the pool and not yet read hold at most
-    FETCH_AHEAD_BYTES with the next one (one is always let through), as for fetching."""
-    # Room even if none was read yet: asking each answer whether it is done, for every
-    # file of a job of 34 KB rank files, took a sixth of the queue's process's CPU.
-    if sum(claim.size for claim, _ in sent) + size <= FETCH_AHEAD_BYTES:
-        return
+    FETCH_AHEAD_BYTES with the next one (one is always let through), as for fetching.
+
+    The caller asks only once every file sent, read or not, would not fit: asking each
+    answer whether it is done, for every file of a job of 34 KB rank files, took a sixth
+    of the queue's process's CPU."""
     while True:
         unread = [(claim, answer) for claim, answer in sent if not answer.done()]
         if not unread or sum(claim.size for claim, _ in unread) + size <= FETCH_AHEAD_BYTES:
