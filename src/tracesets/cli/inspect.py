@@ -14,7 +14,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
-import orjson
 import typer
 
 from tracesets.cli.output import say, warn
@@ -156,8 +155,7 @@ def inspect(
     analysis = analyse_traceset(findings, reading.traces, world_size=world_size)
     summary = replace(summary, warnings=[*summary.warnings, *analysis.checks.warnings])
     if as_json:
-        report = result_json(summary, findings, json_members(analysis))
-        say(orjson.dumps(orjson.loads(report), option=orjson.OPT_INDENT_2).decode())
+        say(result_json(summary, findings, json_members(analysis), indent=True).decode())
         return
     print_report(findings, summary, rank_count)
     if analysis.ranks:
