@@ -169,14 +169,16 @@ def scan_events(
     stream: Readable,
     on_batch: Callable[[list[Any]], None],
     decoding: Decoding = PLAIN,
-    block: int = BLOCK,
+    block: int | None = None,
 ) -> Outside:
     """Hand each batch of ``traceEvents`` items to ``on_batch``, built by ``decoding``;
-    what is outside, returned. ``block``: the bytes read at a time.
+    what is outside, returned. ``block``: the bytes read at a time (``BLOCK``, read when
+    called: tests set it).
 
     Raises ``EventsUnreadable`` when the array is not valid JSON or is cut short (the
     batches before that point have been handed over).
     """
+    block = BLOCK if block is None else block
     head = Head(stream.read)
     at = head.until_key("traceEvents")
     outside = Outside(head=head.data[: at if at is not None else HEAD_BUDGET])

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from tracesets.analysis.decoding import TYPED
-from tracesets.analysis.events import BLOCK, EventsUnreadable, Outside, scan_events
+from tracesets.analysis.events import EventsUnreadable, Outside, scan_events
 from tracesets.analysis.rank import GroupCollectives, RankAccumulator, RankAnalysis
 from tracesets.inspection.archives import (
     Member,
@@ -41,9 +41,9 @@ from tracesets.inspection.source import (
     open_source,
 )
 
-#: A trace inflated whole is parsed in one piece up to this size (four blocks' events
-#: held at once), block by block past it.
-WHOLE_PARSE_LIMIT: Final = 4 * BLOCK
+#: A trace inflated whole is parsed in one piece up to this size (the events of four
+#: blocks of 256 KiB held at once), block by block past it.
+WHOLE_PARSE_LIMIT: Final = 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +98,7 @@ def _declared_groups(outside: Outside, analysis: RankAnalysis) -> RankAnalysis:
     )
 
 
-def analyze_stream(stream: Readable, block: int = BLOCK) -> RankAnalysis:
+def analyze_stream(stream: Readable, block: int | None = None) -> RankAnalysis:
     """The figures of one trace read in order; bad bytes become its ``problem``."""
     accumulator = RankAccumulator()
     try:
