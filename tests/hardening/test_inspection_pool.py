@@ -42,10 +42,13 @@ def holding_worker(service: ServerProcess, mark: Path) -> Worker:
 
 
 def alive(pid: int) -> bool:
-    """Running (a zombie left to a parent that does not reap it counts as gone)."""
+    """Running (a zombie left to a parent that does not reap it counts as gone).
+
+    A process that ends between the open of its ``stat`` and the read fails the read
+    with ESRCH, not ENOENT: gone too (one CI run in three met it)."""
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):
         return False
     return state != "Z"
 
@@ -95,3 +98,16 @@ def test_a_worker_killed_leaves_no_pool_process_behind(
         finally:
             assert worker.stop(signal.SIGKILL) == -signal.SIGKILL
     wait_for(lambda: not alive(pid), what=f"pool process {pid} to end with its worker")
+
+
+def test_a_process_that_ends_while_its_stat_is_read_counts_as_gone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The race ``alive`` must survive: /proc/PID/stat opened, the process gone, the read
+    refused with ESRCH (as the kernel does for a task that exited after the open)."""
+
+    def vanished(self: Path, *args: object, **kwargs: object) -> str:
+        raise ProcessLookupError(3, "No such process")
+
+    monkeypatch.setattr(Path, "read_text", vanished)
+    assert not alive(os.getpid())
