@@ -45,8 +45,8 @@ from tracesets.storage.base import BlobStore, blob_key
 #: between processes (the executor's threads, its pipes, a future each) costs both sides
 #: CPU. A job of 4,095 rank files took 4.1 s with 4 files a task, 3.8 s with 16, once
 #: the next batch was claimed while the pool reads: the pool no longer waits at a
-#: batch's end, where smaller tasks used to end sooner. (A pool
-#: process that dies fails every unanswered task of the pool, whatever their size.)
+#: batch's end, where smaller tasks used to end sooner. (A pool process that dies fails
+#: every unanswered task of the pool, whatever their size.)
 POOL_TASK_FILES: Final = 16
 POOL_TASK_BYTES: Final = 1024 * 1024
 #: The next batch is claimed when each pool process has at most this many of the batch's
