@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -10,8 +12,15 @@ import pytest
 
 from tests.analysis.run_writer import Run, write_run
 from tracesets.cli import reading
-from tracesets.cli.reading import PARALLEL_FROM, LocalReading, read_file, read_files
+from tracesets.cli.reading import (
+    HEADERS_ONCE_LIMIT,
+    PARALLEL_FROM,
+    LocalReading,
+    read_file,
+    read_files,
+)
 from tracesets.client.files import LocalFile, collect
+from tracesets.inspection import FileSource
 
 
 def job(tmp_path: Path) -> list[LocalFile]:
@@ -102,3 +111,37 @@ def _killed_in_a_worker(batch: Sequence[LocalFile], figures: bool) -> list[Local
     if os.getpid() != PARENT:
         os._exit(9)
     return READ_BATCH(batch, figures)
+
+
+def test_headers_alone_read_a_large_files_head_not_all_of_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``tracesets upload``'s check reads where a header is, not megabytes of events."""
+    folder = tmp_path / "run"
+    folder.mkdir()
+    events = [
+        {"ph": "X", "cat": "kernel", "name": f"gemm {i}", "ts": i, "dur": 1, "pid": 0, "tid": 7}
+        for i in range(40_000)
+    ]
+    trace = {"distributedInfo": {"rank": 3, "world_size": 8}, "traceEvents": events}
+    (folder / "rank-3.json").write_text(json.dumps(trace))
+    (folder / "noise.bin").write_bytes(os.urandom(2 * 1024 * 1024))
+    files = collect([folder], [])
+    read: Counter[str] = Counter()
+
+    class CountedSource(FileSource):
+        def read(self, offset: int, length: int) -> bytes:
+            data = super().read(offset, length)
+            read[Path(self.path).name] += len(data)
+            return data
+
+    monkeypatch.setattr(reading, "FileSource", CountedSource)
+    findings = {f.file: f for f in read_files(files, figures=False, workers=1).findings}
+    assert (findings["rank-3.json"].rank, findings["rank-3.json"].world_size) == (3, 8)
+    assert findings["noise.bin"].format == "unknown"
+    for file in files:
+        assert file.size > 2_000_000
+        assert 0 < read[file.name] < file.size // 16, file.name  # a read ahead or two
+    read.clear()
+    read_files(files, figures=True, workers=1)  # the figures' pass reads them whole, once
+    assert read == {file.name: file.size for file in files}
