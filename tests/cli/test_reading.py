@@ -12,13 +12,7 @@ import pytest
 
 from tests.analysis.run_writer import Run, write_run
 from tracesets.cli import reading
-from tracesets.cli.reading import (
-    HEADERS_ONCE_LIMIT,
-    PARALLEL_FROM,
-    LocalReading,
-    read_file,
-    read_files,
-)
+from tracesets.cli.reading import PARALLEL_FROM, LocalReading, read_file, read_files
 from tracesets.client.files import LocalFile, collect
 from tracesets.inspection import FileSource
 

@@ -65,6 +65,22 @@ def find_key(data: bytes, name: str, start: int = 0, end: int | None = None) -> 
     return None
 
 
+def resume_at(data: bytes, searched: int, name: str) -> int:
+    """Where a search for member ``name`` goes on once ``data`` has grown past the
+    ``searched`` bytes already searched: a name cut by their end, or one whose colon or
+    value had not come yet, is looked at again, and nothing before it."""
+    end = _before_whitespace(data, searched)
+    if end > 0 and data[end - 1] == ord(":"):
+        end = _before_whitespace(data, end - 1)
+    return max(0, end - len(json.dumps(name).encode()))
+
+
+def _before_whitespace(data: bytes, end: int) -> int:
+    while end > 0 and data[end - 1] in WHITESPACE:
+        end -= 1
+    return end
+
+
 def find_last_key(data: bytes, name: str, start: int = 0) -> int | None:
     """The last member named ``name`` in ``data[start:]``: where its value starts."""
     key = json.dumps(name).encode()
@@ -122,7 +138,7 @@ class Head:
         """Read on until member ``name`` shows (where its value starts) or the head ends."""
         searched = 0
         while True:
-            found = find_key(self.data, name, max(0, searched - len(name) - 64))
+            found = find_key(self.data, name, resume_at(self.data, searched, name))
             if found is not None and found < len(self.data):
                 return found
             searched = len(self.data)
