@@ -14,16 +14,11 @@ from tracesets.settings import Settings
 #: Known at import, so schemathesis can be told it when it loads the description.
 TOKEN = "tsk_hardening_" + secrets.token_hex(16)
 
-#: The fuzzer and the status table send far more than a token's default rate allows;
-#: they test the routes, not the rate limit (the status table reaches 429 on a service
-#: of its own).
-UNLIMITED = {"TRACESETS_RATE_LIMIT": "1000000", "TRACESETS_RATE_BURST": "1000000"}
-
 
 def hardening_process(data_dir: Path, *, local_files: bool = False) -> ServerProcess:
     return ServerProcess(
         data_dir,
-        extra_env={**UNLIMITED, "TRACESETS_BOOTSTRAP_TOKEN": TOKEN},
+        extra_env={"TRACESETS_BOOTSTRAP_TOKEN": TOKEN},
         local_files=local_files,
     )
 

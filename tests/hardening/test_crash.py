@@ -43,7 +43,6 @@ import pytest
 
 from tests.flows import send, spec, upload
 from tests.hardening import tally
-from tests.hardening.service import UNLIMITED
 from tests.server import FRESH_CONNECTIONS, ServerProcess, uses_s3
 
 UPLOADS = 20
@@ -305,7 +304,7 @@ def check_store(server: ServerProcess, workspace: str) -> None:
 
 @pytest.mark.parametrize("kill_at", KILL_AFTER)
 def test_sigkill_mid_uploads_and_promotions_loses_nothing(tmp_path: Path, kill_at: float) -> None:
-    server = ServerProcess(tmp_path / "svc", extra_env=UNLIMITED)
+    server = ServerProcess(tmp_path / "svc")
     server.start()
     try:
         workspace = "crash-" + secrets.token_hex(6)

@@ -21,7 +21,7 @@ import httpx
 import pytest
 
 from tests.flows import RANKS_8, request_urls, send, spec, upload
-from tests.hardening.service import DOCUMENT, TOKEN, UNLIMITED, hardening_process
+from tests.hardening.service import DOCUMENT, TOKEN, hardening_process
 from tests.hardening.stall import PATIENCE, connect, read_answer, stalled
 from tests.server import FRESH_CONNECTIONS, ServerProcess, uses_s3
 
@@ -425,7 +425,7 @@ def reach(
         if name not in strained_services:
             process = ServerProcess(
                 tmp_path_factory.mktemp(name),
-                extra_env={**UNLIMITED, "TRACESETS_BOOTSTRAP_TOKEN": TOKEN, **STRAINED[name]},
+                extra_env={"TRACESETS_BOOTSTRAP_TOKEN": TOKEN, **STRAINED[name]},
                 local_files=True,
             )
             process.start()
