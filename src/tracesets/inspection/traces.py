@@ -93,18 +93,19 @@ def kind_of(head: Head) -> Kind | None:
     searching the whole head again at each chunk made that quadratic (16 chunks, 136
     searches a name)."""
     searched = 0
-    chakra = {"nodes": False, "schema": False}
+    nodes = schema = False
+
+    def found(name: str) -> bool:
+        return find_key(head.data, name, resume_at(head.data, searched, name)) is not None
+
     while True:
-        data = head.data
-        if any(
-            find_key(data, key, resume_at(data, searched, key)) is not None for key in KINETO_KEYS
-        ):
+        if any(found(key) for key in KINETO_KEYS):
             return "kineto"
-        for key, seen in chakra.items():
-            chakra[key] = seen or find_key(data, key, resume_at(data, searched, key)) is not None
-        if all(chakra.values()):
+        nodes = nodes or found("nodes")
+        schema = schema or found("schema")
+        if nodes and schema:
             return "chakra"
-        searched = len(data)
+        searched = len(head.data)
         if not head.more():
             return None
 
