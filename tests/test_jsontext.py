@@ -176,6 +176,16 @@ def test_nesting_up_to_the_limit_is_accepted_and_one_more_is_refused() -> None:
         loads('{"a":' * (MAX_DEPTH + 1) + "1" + "}" * (MAX_DEPTH + 1))
 
 
+def test_many_brackets_at_little_depth_are_accepted_and_depth_is_what_counts() -> None:
+    wide = {"note": "[{" * MAX_DEPTH, "files": [{"name": f"r{i}"} for i in range(3 * MAX_DEPTH)]}
+    assert loads(json.dumps(wide)) == wide
+    deep: object = "[{" * MAX_DEPTH  # brackets in strings, then one level too many
+    for _ in range(MAX_DEPTH + 1):
+        deep = [deep]
+    with pytest.raises(JsonError, match="nested more than"):
+        loads(json.dumps(deep))
+
+
 # -- writing ----------------------------------------------------------------------------
 
 

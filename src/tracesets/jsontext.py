@@ -116,7 +116,9 @@ def loads(body: bytes | str) -> JsonValue:
         raise JsonError(
             f"Malformed JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
         ) from None
-    if _depth_exceeds(value, MAX_DEPTH):
+    # A document cannot nest deeper than it has brackets: most bodies need no walk.
+    deep = text.count("{") + text.count("[") > MAX_DEPTH
+    if deep and _depth_exceeds(value, MAX_DEPTH):
         raise JsonError(f"JSON is nested more than {MAX_DEPTH} levels deep")
     return value
 

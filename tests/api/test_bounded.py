@@ -211,8 +211,10 @@ def test_json_answers_are_gzipped_when_the_client_accepts_it(api: httpx.Client) 
         request_urls(api, {"a": b"x"}, name=f"t{i}")
     plain = api.get("/api/v1/tracesets", headers={"Accept-Encoding": "identity"})
     assert "content-encoding" not in plain.headers
+    assert plain.headers["vary"] == "Accept-Encoding"
     with api.stream("GET", "/api/v1/tracesets", headers={"Accept-Encoding": "gzip"}) as zipped:
         assert zipped.headers["content-encoding"] == "gzip"
+        assert zipped.headers["vary"] == "Accept-Encoding"
         raw = b"".join(zipped.iter_raw())
     assert len(raw) < len(plain.content)
     assert gzip.decompress(raw) == plain.content
