@@ -7,7 +7,10 @@ example, a one-file upload of a 256-rank trace. The service also checks the bear
 token, validates the request and its workload metadata, inserts the traceset and its
 file, reads them back and signs the upload URL; the baseline parses and inserts.
 
-    .venv/bin/python bench/upload_url.py [--quick]
+    .venv/bin/python bench/upload_url.py [--quick] [--base-src DIR]
+
+With ``--base-src`` (an earlier commit's ``src``) that service runs too, as a third
+server in each round, so a change is measured against the code before it in one run.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from servers import LOOPBACK, debian_command, free_port, running, service_argv
+from servers import LOOPBACK, compiled, debian_command, free_port, running, service_argv
 
 HERE: Final = Path(__file__).resolve().parent
 TOKEN: Final = "bench-token-" + "0" * 24
@@ -179,6 +182,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, help="measured runs of each server, alternating")
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--load", choices=("auto", "wrk", "python"), default="auto")
+    parser.add_argument("--base-src", type=Path, help="an earlier commit's src folder")
     args = parser.parse_args()
     seconds: float = args.seconds or (3.0 if args.quick else 6.0)
     rounds: int = args.rounds or (1 if args.quick else 5)
@@ -210,6 +214,18 @@ def main() -> None:
             "service": (f"http://{LOOPBACK}:{service_port}{PATH}", service_process.pid),
             "baseline": (f"http://{LOOPBACK}:{baseline_port}{PATH}", baseline_process.pid),
         }
+        if args.base_src is not None:
+            base_src = compiled(args.base_src.resolve())
+            base_port = free_port()
+            base_process = stack.enter_context(
+                running(
+                    service_argv(base_port, workdir / "base", base_src),
+                    ready_url=f"http://{LOOPBACK}:{base_port}/healthz",
+                    log=workdir / "base.log",
+                    env={"TRACESETS_BOOTSTRAP_TOKEN": TOKEN, "PYTHONPATH": str(base_src)},
+                )
+            )
+            targets["base"] = (f"http://{LOOPBACK}:{base_port}{PATH}", base_process.pid)
         for url, _ in targets.values():
             check_answers_201(url)
 
@@ -224,6 +240,10 @@ def main() -> None:
     baseline, baseline_cpu = summary("baseline", measured["baseline"])
     print(f"ratio service/baseline: {service / baseline:.2f}  (target >= 0.8)")
     print(f"CPU per request, baseline/service: {baseline_cpu / service_cpu:.2f}")
+    if "base" in measured:
+        base, base_cpu = summary("base", measured["base"])
+        print(f"ratio base/baseline: {base / baseline:.2f}; service/base: {service / base:.2f}")
+        print(f"CPU per request, service/base: {service_cpu / base_cpu:.2f}")
 
 
 if __name__ == "__main__":
