@@ -190,15 +190,24 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="tracesets-bench-") as tmp, ExitStack() as stack:
         workdir = Path(tmp)
         load = Load(workdir, args.connections, "auto" if args.load == "auto" else args.load)
-        service_port, baseline_port = free_port(), free_port()
-        service_process = stack.enter_context(
-            running(
-                service_argv(service_port, workdir / "service"),
-                ready_url=f"http://{LOOPBACK}:{service_port}/healthz",
-                log=workdir / "service.log",
-                env={"TRACESETS_BOOTSTRAP_TOKEN": TOKEN},
+
+        def serve(name: str, source: Path | None) -> tuple[str, int]:
+            """A service (from ``source``, an earlier ``src``, if given): its URL and pid."""
+            port = free_port()
+            env = {"TRACESETS_BOOTSTRAP_TOKEN": TOKEN}
+            env |= {"PYTHONPATH": str(source)} if source is not None else {}
+            process = stack.enter_context(
+                running(
+                    service_argv(port, workdir / name, source),
+                    ready_url=f"http://{LOOPBACK}:{port}/healthz",
+                    log=workdir / f"{name}.log",
+                    env=env,
+                )
             )
-        )
+            return f"http://{LOOPBACK}:{port}{PATH}", process.pid
+
+        served = serve("service", None)
+        baseline_port = free_port()
         baseline_argv = [str(Path(sys.executable).parent / "uvicorn"), "baseline_app:app"]
         baseline_argv += ["--app-dir", str(HERE), "--host", LOOPBACK, "--port", str(baseline_port)]
         baseline_argv += ["--workers", "1"]
@@ -211,21 +220,11 @@ def main() -> None:
             )
         )
         targets = {
-            "service": (f"http://{LOOPBACK}:{service_port}{PATH}", service_process.pid),
+            "service": served,
             "baseline": (f"http://{LOOPBACK}:{baseline_port}{PATH}", baseline_process.pid),
         }
         if args.base_src is not None:
-            base_src = compiled(args.base_src.resolve())
-            base_port = free_port()
-            base_process = stack.enter_context(
-                running(
-                    service_argv(base_port, workdir / "base", base_src),
-                    ready_url=f"http://{LOOPBACK}:{base_port}/healthz",
-                    log=workdir / "base.log",
-                    env={"TRACESETS_BOOTSTRAP_TOKEN": TOKEN, "PYTHONPATH": str(base_src)},
-                )
-            )
-            targets["base"] = (f"http://{LOOPBACK}:{base_port}{PATH}", base_process.pid)
+            targets["base"] = serve("base", compiled(args.base_src.resolve()))
         for url, _ in targets.values():
             check_answers_201(url)
 

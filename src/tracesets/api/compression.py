@@ -22,7 +22,8 @@ from tracesets.api.blobs import BLOB_ROUTE
 MINIMUM_BYTES: Final = 1_024
 #: zlib's default: most of level 9's gain for a fraction of its time.
 LEVEL: Final = 6
-#: What every answer not compressed says: a client accepting gzip may get another one.
+#: What every answer to a client that does not accept gzip says: one that does may get
+#: another (GZipMiddleware says it of the answers it compresses).
 VARY: Final = (b"vary", b"Accept-Encoding")
 
 
