@@ -18,13 +18,17 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine, Select, create_engine, event, text
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, OperationalError
 
 from tracesets.db.group_commit import GroupCommit
+from tracesets.db.loop_commit import HeldWrite, LoopCommit
 
 T = TypeVar("T")
 _MIGRATIONS = Path(__file__).with_name("migrations")
 _WRITE = "tracesets_write"
+#: A write that must not wait for SQLite's lock (the event loop's): refused at once instead.
+_NOWAIT = "tracesets_nowait"
+_BUSY_TIMEOUT_MS = 30000
 
 
 def normalize_url(url: str) -> str:
@@ -52,13 +56,27 @@ def _configure_sqlite(engine: Engine) -> None:
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA synchronous=FULL")
         cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
         cursor.close()
 
     @event.listens_for(engine, "begin")
     def on_begin(conn: Connection) -> None:
-        immediate = conn.get_execution_options().get(_WRITE, False)
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+        options = conn.get_execution_options()
+        if not options.get(_NOWAIT, False):
+            conn.exec_driver_sql("BEGIN IMMEDIATE" if options.get(_WRITE, False) else "BEGIN")
+            return
+        driver = conn.connection.driver_connection
+        assert driver is not None
+        driver.execute("PRAGMA busy_timeout=0")
+        try:
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+        finally:
+            driver.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
+
+
+def _is_busy(error: OperationalError) -> bool:
+    """SQLite refused a lock another connection holds ("database is locked")."""
+    return getattr(error.orig, "sqlite_errorcode", None) == sqlite3.SQLITE_BUSY
 
 
 class Database:
@@ -67,10 +85,14 @@ class Database:
     def __init__(self, url: str) -> None:
         self.url = normalize_url(url)
         self.is_sqlite = self.url.startswith("sqlite")
+        self._writer = threading.Lock()  # SQLite's one writer, among this process's threads
         self._write_lock: AbstractContextManager[object] = (
-            threading.Lock() if self.is_sqlite else nullcontext()
+            self._writer if self.is_sqlite else nullcontext()
         )
         self._group: GroupCommit | None = None
+        self._loop_commit: LoopCommit | None = None
+        self._loop_connection: Connection | None = None
+        self._committer: concurrent.futures.ThreadPoolExecutor | None = None
         self._quick = threading.local()  # SQLite: each thread's own plain reading connection
         self._quick_all: list[sqlite3.Connection] = []
         self._quick_lock = threading.Lock()
@@ -141,12 +163,54 @@ class Database:
                 self._quick_all.append(conn)
         return conn
 
+    def _begin_now(self) -> HeldWrite | None:
+        """A write transaction begun at once on the loop's own connection, or None when a
+        thread of this process or another process is writing (SQLite)."""
+        if not self._writer.acquire(blocking=False):
+            return None
+        try:
+            conn = self._loop_connection
+            if conn is None or conn.invalidated:
+                conn = self.engine.connect().execution_options(**{_WRITE: True, _NOWAIT: True})
+                self._loop_connection = conn
+            try:
+                transaction = conn.begin()
+            except OperationalError as error:
+                if not _is_busy(error):
+                    raise
+                conn.rollback()
+                self._writer.release()
+                return None
+        except BaseException:
+            self._writer.release()
+            raise
+        return HeldWrite(conn, transaction, self._writer.release)
+
     async def write_async(self, work: Callable[[Connection], T]) -> T:
-        """``write_soon`` for a caller on the event loop: the loop awaits the commit, no
-        thread of its own blocks on it. On PostgreSQL the work runs on a worker thread."""
+        """``write_soon`` for a caller on the event loop, which awaits the commit and never
+        the disk. On SQLite the work runs on the loop when no other writer is busy
+        (``LoopCommit``), on the group-commit thread otherwise; on PostgreSQL on a worker
+        thread. The work must be quick: a few rows read or written."""
         if self._group is None:
             return await asyncio.to_thread(self.write_soon, work)
-        return await self._group.submit_on_loop(work)
+        return await self._loop_writer(asyncio.get_running_loop()).submit(work)
+
+    def _loop_writer(self, loop: asyncio.AbstractEventLoop) -> LoopCommit:
+        """This loop's ``LoopCommit``: one loop at a time has one (a serving process has one
+        loop); a caller on another loop, while it lives, has its work run on the
+        group-commit thread."""
+        assert self._group is not None
+        current = self._loop_commit
+        if current is not None and current.loop is loop:
+            return current
+        if self._committer is None:
+            self._committer = concurrent.futures.ThreadPoolExecutor(
+                1, thread_name_prefix="loop-commit"
+            )
+        if current is None or current.loop.is_closed():
+            self._loop_commit = LoopCommit(loop, self._begin_now, self._group, self._committer)
+            return self._loop_commit
+        return LoopCommit(loop, lambda: None, self._group, self._committer)
 
     def write_later(self, work: Callable[[Connection], T]) -> concurrent.futures.Future[T]:
         """``write_soon`` without waiting: its outcome, once committed, in a future. On
@@ -206,6 +270,13 @@ class Database:
         return None if row is None else str(row[0])
 
     def dispose(self) -> None:
+        if self._committer is not None:
+            self._committer.shutdown(wait=True)  # a commit under way finishes first
+            self._committer = None
+        self._loop_commit = None
+        if self._loop_connection is not None:
+            self._loop_connection.close()
+            self._loop_connection = None
         for conn in self._quick_all:
             conn.close()
         self._quick_all.clear()

@@ -9,8 +9,9 @@ is the same, the disk is asked once per batch instead of once per request.
 
 The savepoints are the driver's own statements, not SQLAlchemy's nested transactions:
 SQLAlchemy's bookkeeping for a savepoint and its release cost more than the insert an
-upload-url request makes. Callers on an event loop are answered once per batch (one
-``call_soon_threadsafe`` for all of that loop's futures), not once per future.
+upload-url request makes. Callers on an event loop have their work run on the loop
+(``LoopCommit``) and come here only when another writer holds the lock; they are then
+answered once per batch (one ``call_soon_threadsafe`` for all of that loop's futures).
 """
 
 from __future__ import annotations
@@ -31,12 +32,14 @@ T = TypeVar("T")
 MAX_BATCH: Final = 64
 
 #: Where a unit of work's outcome goes: a thread's future, or a future of an event loop.
-_Done = Future[Any] | asyncio.Future[Any]
+Done = Future[Any] | asyncio.Future[Any]
 #: A unit of work's outcome: its future, its result, the exception it raised.
-_Outcome = tuple[_Done, Any, BaseException | None]
+Outcome = tuple[Done, Any, BaseException | None]
+#: A unit of work and where its outcome goes.
+Queued = tuple[Callable[[Connection], Any], Done]
 
 
-def _settle(outcomes: list[_Outcome]) -> None:
+def settle(outcomes: list[Outcome]) -> None:
     """Hand each outcome to its future (on the future's own event loop)."""
     for done, result, failure in outcomes:
         if done.cancelled():  # the caller stopped waiting; the work was done already
@@ -47,19 +50,37 @@ def _settle(outcomes: list[_Outcome]) -> None:
             done.set_result(result)
 
 
-def _starts(done: _Done) -> bool:
+def starts(done: Done) -> bool:
     """Whether a queued unit of work is still wanted (its future was not cancelled)."""
     if isinstance(done, Future):
         return done.set_running_or_notify_cancel()
     return not done.cancelled()
 
 
+def run_batch(conn: Connection, batch: list[Queued]) -> list[Outcome]:
+    """Run each unit of work in ``conn``'s open write transaction, each in a savepoint:
+    one that raises is rolled back alone, and its exception is its outcome."""
+    driver = conn.connection.driver_connection
+    assert driver is not None
+    outcomes: list[Outcome] = []
+    for work, done in batch:
+        driver.execute("SAVEPOINT group_commit")
+        try:
+            result = work(conn)
+        except BaseException as failure:  # handed to its caller, not raised here
+            driver.execute("ROLLBACK TO group_commit")
+            driver.execute("RELEASE group_commit")
+            outcomes.append((done, None, failure))
+        else:
+            driver.execute("RELEASE group_commit")
+            outcomes.append((done, result, None))
+    return outcomes
+
+
 class GroupCommit:
     def __init__(self, transaction: Callable[[], AbstractContextManager[Connection]]) -> None:
         self._transaction = transaction
-        self._queue: queue.SimpleQueue[tuple[Callable[[Connection], Any], _Done]] = (
-            queue.SimpleQueue()
-        )
+        self._queue: queue.SimpleQueue[Queued] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._start = threading.Lock()
 
@@ -71,16 +92,14 @@ class GroupCommit:
         """Queue ``work``; the future holds its result once committed. A future cancelled
         before its batch starts is skipped: its work never runs."""
         done: Future[T] = Future()
-        self._queue.put((work, done))
-        self._ensure_thread()
+        self.hand([(work, done)])
         return done
 
-    def submit_on_loop(self, work: Callable[[Connection], T]) -> asyncio.Future[T]:
-        """``submit`` for a caller on an event loop: a future of that loop."""
-        done: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        self._queue.put((work, done))
+    def hand(self, batch: list[Queued]) -> None:
+        """Queue work whose futures the caller made (an event loop's, ``LoopCommit``'s)."""
+        for queued in batch:
+            self._queue.put(queued)
         self._ensure_thread()
-        return done
 
     def _ensure_thread(self) -> None:
         if self._thread is not None:
@@ -100,40 +119,26 @@ class GroupCommit:
                     break
             self._answer(self._commit(batch))
 
-    def _commit(self, batch: list[tuple[Callable[[Connection], Any], _Done]]) -> list[_Outcome]:
-        outcomes: list[_Outcome] = []
-        batch = [(work, done) for work, done in batch if _starts(done)]
+    def _commit(self, batch: list[Queued]) -> list[Outcome]:
+        batch = [(work, done) for work, done in batch if starts(done)]
         if not batch:
-            return outcomes
+            return []
         try:
             with self._transaction() as conn:
-                driver = conn.connection.driver_connection
-                assert driver is not None
-                for work, done in batch:
-                    driver.execute("SAVEPOINT group_commit")
-                    try:
-                        result = work(conn)
-                    except BaseException as failure:  # handed to its caller, not raised here
-                        driver.execute("ROLLBACK TO group_commit")
-                        driver.execute("RELEASE group_commit")
-                        outcomes.append((done, None, failure))
-                    else:
-                        driver.execute("RELEASE group_commit")
-                        outcomes.append((done, result, None))
+                return run_batch(conn, batch)
         except BaseException as failure:  # the commit itself failed: nothing was written
             return [(done, None, failure) for _, done in batch]
-        return outcomes
 
     @staticmethod
-    def _answer(outcomes: list[_Outcome]) -> None:
+    def _answer(outcomes: list[Outcome]) -> None:
         """Settle thread futures here, and each event loop's futures in one call on it."""
-        by_loop: dict[asyncio.AbstractEventLoop, list[_Outcome]] = defaultdict(list)
+        by_loop: dict[asyncio.AbstractEventLoop, list[Outcome]] = defaultdict(list)
         for outcome in outcomes:
             done = outcome[0]
             if isinstance(done, Future):
-                _settle([outcome])
+                settle([outcome])
             else:
                 by_loop[done.get_loop()].append(outcome)
         for loop, settled in by_loop.items():
             with suppress(RuntimeError):  # a closed loop: nobody waits for these any more
-                loop.call_soon_threadsafe(_settle, settled)
+                loop.call_soon_threadsafe(settle, settled)
