@@ -104,9 +104,7 @@ def test_a_failed_commit_fails_its_whole_batch_and_the_next_one_writes(
         batch = await asyncio.gather(
             db.write_async(inserting(1, threads)),
             db.write_async(inserting(2, threads, table="c")),  # c.p is NULL: allowed
-            db.write_async(
-                lambda conn: conn.execute(text("INSERT INTO c (k, p) VALUES (3, 999)"))
-            ),
+            db.write_async(lambda conn: conn.execute(text("INSERT INTO c (k, p) VALUES (3, 999)"))),
             return_exceptions=True,
         )
         after = await db.write_async(inserting(4, threads))
