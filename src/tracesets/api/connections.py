@@ -31,6 +31,7 @@ from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 from uvicorn.server import ServerState
 
 from tracesets.api import render
+from tracesets.api.guards import BODY_ARRIVAL, BodyArrival
 from tracesets.problems import InvalidRequest, Problem, ServiceUnavailable
 from tracesets.settings import Settings
 
@@ -180,8 +181,14 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
+        self.arrival = BodyArrival()
+        self.scope[BODY_ARRIVAL] = self.arrival  # type: ignore[literal-required]
         if self.header_timer is None:
             self._arm()
+
+    def on_message_complete(self) -> None:
+        self.arrival.complete = True
+        super().on_message_complete()
 
     def on_headers_complete(self) -> None:
         """Start the request's cycle (uvicorn's), writing through ``writes``, with the app

@@ -27,11 +27,27 @@ UPLOAD_RETRY_AFTER = 5
 OUT_OF_DESCRIPTORS = frozenset({errno.EMFILE, errno.ENFILE})
 
 
+#: The scope's key for a request's ``BodyArrival``, where the server keeps one.
+BODY_ARRIVAL = "tracesets.body_arrival"
+
+
+class BodyArrival:
+    """Set by the service's HTTP protocol once a request's whole body has arrived."""
+
+    __slots__ = ("complete",)
+
+    def __init__(self) -> None:
+        self.complete = False
+
+
 class IdleBodyTimeout:
     """ASGI middleware: a request body that sends nothing for ``timeout`` seconds is cut.
 
     Only the body is timed: once it has all arrived (or the client left), the app's later
     waits on ``receive`` (a streaming answer listening for a disconnect) are untouched.
+    A body the server says has arrived whole (``BodyArrival``: most JSON bodies come
+    with their headers) is read without a timer: arming and cancelling one was 4 % of
+    upload-url's time on the event loop.
     """
 
     def __init__(self, app: ASGIApp, timeout: float) -> None:
@@ -47,6 +63,10 @@ class IdleBodyTimeout:
         async def timed_receive() -> Message:
             nonlocal arrived
             if arrived:
+                return await receive()
+            arrival = scope.get(BODY_ARRIVAL)
+            if arrival is not None and arrival.complete:  # nothing left to wait for
+                arrived = True
                 return await receive()
             try:
                 async with asyncio.timeout(self.timeout):  # no task per chunk, unlike wait_for

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine, Select, create_engine, event, text
-from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import DBAPIError
 
 from tracesets.db.group_commit import GroupCommit
 from tracesets.db.loop_commit import HeldWrite, LoopCommit
@@ -26,8 +26,9 @@ from tracesets.db.loop_commit import HeldWrite, LoopCommit
 T = TypeVar("T")
 _MIGRATIONS = Path(__file__).with_name("migrations")
 _WRITE = "tracesets_write"
-#: A write that must not wait for SQLite's lock (the event loop's): refused at once instead.
-_NOWAIT = "tracesets_nowait"
+#: A connection whose caller begins its transactions itself (the event loop's writes, on
+#: the driver: SQLAlchemy's statement for it cost more than an insert).
+_BEGUN = "tracesets_begun"
 _BUSY_TIMEOUT_MS = 30000
 
 
@@ -62,21 +63,22 @@ def _configure_sqlite(engine: Engine) -> None:
     @event.listens_for(engine, "begin")
     def on_begin(conn: Connection) -> None:
         options = conn.get_execution_options()
-        if not options.get(_NOWAIT, False):
+        if not options.get(_BEGUN, False):
             conn.exec_driver_sql("BEGIN IMMEDIATE" if options.get(_WRITE, False) else "BEGIN")
-            return
-        driver = conn.connection.driver_connection
-        assert driver is not None
-        driver.execute("PRAGMA busy_timeout=0")
-        try:
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
-        finally:
-            driver.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
 
 
-def _is_busy(error: OperationalError) -> bool:
-    """SQLite refused a lock another connection holds ("database is locked")."""
-    return getattr(error.orig, "sqlite_errorcode", None) == sqlite3.SQLITE_BUSY
+def _begin_at_once(driver: sqlite3.Connection) -> bool:
+    """``BEGIN IMMEDIATE`` on ``driver`` if no other connection is writing; False if one is."""
+    driver.execute("PRAGMA busy_timeout=0")
+    try:
+        driver.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as error:
+        if error.sqlite_errorcode != sqlite3.SQLITE_BUSY:
+            raise
+        return False
+    finally:
+        driver.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
+    return True
 
 
 class Database:
@@ -171,16 +173,18 @@ class Database:
         try:
             conn = self._loop_connection
             if conn is None or conn.invalidated:
-                conn = self.engine.connect().execution_options(**{_WRITE: True, _NOWAIT: True})
+                conn = self.engine.connect().execution_options(**{_BEGUN: True})
                 self._loop_connection = conn
-            try:
-                transaction = conn.begin()
-            except OperationalError as error:
-                if not _is_busy(error):
-                    raise
-                conn.rollback()
+            driver = conn.connection.driver_connection
+            assert isinstance(driver, sqlite3.Connection)
+            if not _begin_at_once(driver):
                 self._writer.release()
                 return None
+            try:
+                transaction = conn.begin()  # SQLAlchemy's account of the driver's transaction
+            except BaseException:
+                driver.rollback()
+                raise
         except BaseException:
             self._writer.release()
             raise

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-import uuid
+import secrets
 from collections.abc import Callable
 from datetime import timedelta
 
@@ -26,6 +26,12 @@ from tracesets.uploadrequest import (
 )
 
 IDEMPOTENCY_WINDOW = timedelta(hours=24)
+
+
+def new_traceset_id() -> str:
+    """128 random bits in 32 hex digits: an id nobody can guess, as a UUIDv4's hex is,
+    without building a ``UUID`` (3 % of upload-url's time on the event loop)."""
+    return secrets.token_hex(16)
 
 
 def _refuse_redeclared(specs: list[FileSpec], earlier: dict[str, StoredFile]) -> None:
@@ -69,7 +75,7 @@ class Uploads(Targets):
                 earlier = self._earlier_answer(conn, workspace, idempotency_key, body_sha256)
             if earlier is not None:
                 return earlier, self._resume(earlier, base_url)
-        traceset_id = uuid.uuid4().hex
+        traceset_id = new_traceset_id()
         plans = self._plans(traceset_id, request, base_url)
         insert = self._inserter(
             workspace, traceset_id, request, plans, body_sha256, idempotency_key
@@ -100,7 +106,7 @@ class Uploads(Targets):
         (local files: an HMAC each); S3's may start multipart uploads.
         """
         request = self._read_upload(body)
-        traceset_id = uuid.uuid4().hex
+        traceset_id = new_traceset_id()
         plans = self._plans(traceset_id, request, base_url)
         body_sha256 = hashlib.sha256(body).hexdigest()
         insert = self._inserter(workspace, traceset_id, request, plans, body_sha256, None)
