@@ -18,9 +18,10 @@ from fastapi.telemetry import TelemetryConfig
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
 from starlette.routing import Match
+from starlette.types import ASGIApp
 
 from tracesets import web
-from tracesets.api import access, blobs, hot, openapi, render, routes
+from tracesets.api import access, blobs, front, hot, openapi, render, routes
 from tracesets.api.compression import CompressAnswers
 from tracesets.api.guards import (
     OUT_OF_DESCRIPTORS,
@@ -205,8 +206,21 @@ def telemetry(environ: Mapping[str, str]) -> TelemetryConfig:
     return {"tracing": on, "metrics": on, "logs": on}
 
 
+def _serve_hot_routes_in_front(app: FastAPI, body_timeout: float) -> None:
+    """Have the app's stack, once built, pass the hot routes' requests to a ``HotFront``."""
+    build = app.build_middleware_stack
+
+    def build_with_front() -> ASGIApp:
+        stack = build()
+        front.install(stack, app.router, app.exception_handlers, body_timeout)  # type: ignore[arg-type]
+        return stack
+
+    app.build_middleware_stack = build_with_front  # type: ignore[method-assign]
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings.from_env()
+    observed = telemetry(os.environ)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -249,7 +263,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         docs_url=None,  # /docs is served by tracesets.web, from files of its own
         redoc_url=None,
         generate_unique_id_function=lambda route: route.name,
-        telemetry=telemetry(os.environ),
+        telemetry=observed,
     )
     app.state.settings = settings
     app.state.rate_limiter = RateLimiter(settings.rate_limit, settings.rate_burst)
@@ -267,5 +281,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     _install_error_handlers(app)
     app.add_middleware(CompressAnswers)
+    if not observed["tracing"]:
+        _serve_hot_routes_in_front(app, settings.body_idle_timeout)
     app.openapi = lambda: openapi.build(app)  # type: ignore[method-assign]
     return app
