@@ -58,9 +58,14 @@ class Client:
     def close(self) -> None:
         self.loop.run_until_complete(self.http.aclose())
         self.loop.run_until_complete(self.lifespan.__aexit__(None, None, None))
-        left = asyncio.all_tasks(self.loop)  # the background tasks the lifespan cancelled
-        self.loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
+        self.loop.run_until_complete(_cancelled_tasks_finished())
         self.loop.close()
+
+
+async def _cancelled_tasks_finished() -> None:
+    """The background tasks the lifespan cancelled, let finish."""
+    left = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+    await asyncio.gather(*left, return_exceptions=True)
 
 
 @pytest.fixture

@@ -139,6 +139,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         super().__init__(config, server_state, app_state, _loop)
         self.header_timeout = _header_timeout()
         self.header_timer: asyncio.TimerHandle | None = None
+        self.in_headers = False  # a request's headers have begun and not all come
         # The limit is checked here, answered with problem details, not by uvicorn.
         self.request_limit = self.limit_concurrency
         self.limit_concurrency = None
@@ -179,12 +180,18 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         )
         self.transport.close()
 
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        # Headers still to come: they have the header timeout from their first byte, which
+        # came in this read. Headers that came whole (most) never cost a timer.
+        if self.in_headers and self.header_timer is None and not self.transport.is_closing():
+            self._arm()
+
     def on_message_begin(self) -> None:
         super().on_message_begin()
+        self.in_headers = True
         self.arrival = BodyArrival()
         self.scope[BODY_ARRIVAL] = self.arrival  # type: ignore[literal-required]
-        if self.header_timer is None:
-            self._arm()
 
     def on_message_complete(self) -> None:
         self.arrival.complete = True
@@ -193,6 +200,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     def on_headers_complete(self) -> None:
         """Start the request's cycle (uvicorn's), writing through ``writes``, with the app
         or, past the limit, the busy answer."""
+        self.in_headers = False
         self._disarm()
         limit = self.request_limit
         busy = limit is not None and (len(self.connections) >= limit or len(self.tasks) >= limit)
