@@ -13,6 +13,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.security.utils import get_authorization_scheme_param
 
 from tracesets.problems import (
     Forbidden,
@@ -42,14 +43,20 @@ async def get_service(request: Request) -> TracesetService:
 Service = Annotated[TracesetService, Depends(get_service)]
 
 
+def bearer_token(request: Request) -> str | None:
+    """The request's bearer token, read as ``_bearer`` reads it, without the pydantic
+    model it makes of it (a tenth of the token check's time)."""
+    scheme, token = get_authorization_scheme_param(request.headers.get("authorization"))
+    return token if scheme.lower() == "bearer" and token else None
+
+
 async def authenticate(request: Request) -> tokens.Caller:
     """The caller of the request's bearer token, within its rate limit; 401 or 429 else."""
-    credentials = await _bearer(request)
-    if credentials is None:
+    token = bearer_token(request)
+    if token is None:
         raise Unauthorized.of(
             [Problem("Authorization", None, "Send a token as Authorization: Bearer <token>")]
         )
-    token = credentials.credentials
     service: TracesetService = request.app.state.service
     if service.reads_inline:
         caller = service.authenticate(token)
