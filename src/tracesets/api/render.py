@@ -9,6 +9,7 @@ rest; an inspection's lists are cut past ``INSPECTION_LIST_BYTES`` each.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -49,6 +50,15 @@ def timestamp(value: datetime | None) -> str | None:
     time zone, which need not be UTC; SQLite's are UTC already (``file_rows.utc``)."""
     if value is None:
         return None
+    if value.microsecond == 0:  # a signed URL's expiry: the same second for many answers
+        return _whole_second(value)
+    if value.utcoffset():
+        value = value.astimezone(UTC)
+    return value.isoformat(timespec="milliseconds")[:23] + "Z"
+
+
+@functools.lru_cache(maxsize=64)
+def _whole_second(value: datetime) -> str:
     if value.utcoffset():
         value = value.astimezone(UTC)
     return value.isoformat(timespec="milliseconds")[:23] + "Z"
