@@ -151,6 +151,18 @@ def test_a_hot_routes_answer_is_compressed_for_a_client_that_accepts_gzip(
     assert len(packed.json()["uploads"]) == 40  # httpx decoded it
 
 
+def test_a_files_bytes_are_answered_as_stored_with_no_vary(client: Client) -> None:
+    """The signed PUT is a hot route the compression leaves alone, as the stack does."""
+    created = client.post(UPLOAD_URL, json=BODY)
+    url = httpx.URL(created.json()["uploads"][0]["url"])
+    target = url.raw_path.decode()
+    for accepted in ("gzip", "identity"):
+        sent = client.request("PUT", target, content=b"x", headers={"Accept-Encoding": accepted})
+        assert sent.status_code == 200, sent.text
+        assert "vary" not in sent.headers
+        assert "content-encoding" not in sent.headers
+
+
 def test_no_front_when_fastapi_observes_requests(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

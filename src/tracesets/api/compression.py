@@ -32,20 +32,30 @@ def accepts_gzip(scope: Scope) -> bool:
     return any(name == b"accept-encoding" and b"gzip" in value for name, value in scope["headers"])
 
 
+def compressing(app: ASGIApp) -> GZipMiddleware:
+    """``app`` with its answers compressed, for a request that accepts gzip."""
+    return GZipMiddleware(
+        app,
+        minimum_size=MINIMUM_BYTES,
+        compresslevel=LEVEL,
+        exclude_content_types=(*DEFAULT_EXCLUDED_CONTENT_TYPES, "application/octet-stream"),
+    )
+
+
+def is_file_route(scope: Scope) -> bool:
+    """The signed URLs' routes, whose bytes go out as stored: never compressed."""
+    return str(scope.get("path", "")).startswith(BLOB_ROUTE)
+
+
 class CompressAnswers:
     """GZipMiddleware for every route but the signed URLs' (and never a file's bytes)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
-        self.gzip = GZipMiddleware(
-            app,
-            minimum_size=MINIMUM_BYTES,
-            compresslevel=LEVEL,
-            exclude_content_types=(*DEFAULT_EXCLUDED_CONTENT_TYPES, "application/octet-stream"),
-        )
+        self.gzip = compressing(app)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or str(scope.get("path", "")).startswith(BLOB_ROUTE):
+        if scope["type"] != "http" or is_file_route(scope):
             await self.app(scope, receive, send)
         elif accepts_gzip(scope):
             await self.gzip(scope, receive, send)

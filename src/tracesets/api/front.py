@@ -6,15 +6,17 @@ exit stack, the router (trying each route in turn) and the route's own exception
 wrapper, each an ``async`` call and some a wrapper of ``send``: a fifth of upload-url's
 time on the event loop, in process. A hot route (``hot``) needs of them the error
 handling, the compression and the body timer. ``HotFront`` sits just inside the error
-layer and gives a request that fully matches a hot route exactly those, with the app's
-own exception handlers; every other request, including one that matches a hot route's
-path but not its method, goes down the stack as before. With FastAPI's telemetry on,
-the front is not installed, so each request is observed as FastAPI observes it.
+layer and gives a request that fully matches a hot route exactly those, in one wrapper
+of ``send`` (``CompressAnswers``' choices, the app's own exception handlers); every
+other request, including one that matches a hot route's path but not its method, goes
+down the stack as before. With FastAPI's telemetry on, the front is not installed, so
+each request is observed as FastAPI observes it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
+from functools import partial
 from typing import Any
 
 from starlette.exceptions import HTTPException
@@ -24,7 +26,7 @@ from starlette.responses import Response
 from starlette.routing import Match, Router
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from tracesets.api.compression import CompressAnswers
+from tracesets.api.compression import VARY, accepts_gzip, compressing, is_file_route
 from tracesets.api.guards import IdleBodyTimeout
 from tracesets.api.hot import HotRoute
 
@@ -48,7 +50,9 @@ class HotFront:
         self._templated = [route for route in hot if route.param_convertors]
         self._status_handlers = {k: v for k, v in handlers.items() if isinstance(k, int)}
         self._handlers = {k: v for k, v in handlers.items() if isinstance(k, type)}
-        self._served = CompressAnswers(IdleBodyTimeout(self._serve, timeout=body_timeout))
+        self._as_stored = IdleBodyTimeout(self._serve, timeout=body_timeout)
+        self._varying = IdleBodyTimeout(partial(self._serve, vary=True), timeout=body_timeout)
+        self._compressed = compressing(self._as_stored)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and not scope.get("root_path"):
@@ -63,13 +67,22 @@ class HotFront:
                     scope["router"] = self.router
                     scope["route"] = route
                     scope.update(child_scope)
-                    await self._served(scope, receive, send)
+                    await self._served(scope)(scope, receive, send)
                     return
         await self.app(scope, receive, send)
 
-    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def _served(self, scope: Scope) -> ASGIApp:
+        """The endpoint as ``CompressAnswers`` would serve it, behind the body timer."""
+        if is_file_route(scope):
+            return self._as_stored
+        return self._compressed if accepts_gzip(scope) else self._varying
+
+    async def _serve(
+        self, scope: Scope, receive: Receive, send: Send, *, vary: bool = False
+    ) -> None:
         """The route's endpoint, its errors answered by the app's handlers (as the
-        exception layer and the route's wrapper would)."""
+        exception layer and the route's wrapper would); ``vary``: the answer says it
+        would be another to a client that accepts gzip."""
         request = Request(scope, receive, send)
         started = False
 
@@ -77,6 +90,8 @@ class HotFront:
             nonlocal started
             if message["type"] == "http.response.start":
                 started = True
+                if vary:
+                    message["headers"] = [*message.get("headers", ()), VARY]
             await send(message)
 
         try:

@@ -58,6 +58,10 @@ class IdleBodyTimeout:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        arrival = scope.get(BODY_ARRIVAL)
+        if arrival is not None and arrival.complete:  # nothing to time
+            await self.app(scope, receive, send)
+            return
         arrived = False
 
         async def timed_receive() -> Message:
