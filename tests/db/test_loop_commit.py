@@ -70,29 +70,6 @@ def test_loop_writes_run_on_the_loop_and_are_on_disk_when_answered(
     assert kept(path) == set(range(200))
 
 
-def test_a_failing_loop_writer_is_rolled_back_alone(db: Database, path: Path) -> None:
-    def work_for(k: int) -> Callable[[Connection], int]:
-        def work(conn: Connection) -> int:
-            conn.execute(text("INSERT INTO t (k) VALUES (:k)"), {"k": k})
-            if k % 3 == 0:
-                raise ValueError(f"refused {k}")
-            return k
-
-        return work
-
-    async def main() -> list[int | str]:
-        async def one(k: int) -> int | str:
-            try:
-                return await db.write_async(work_for(k))
-            except ValueError as refused:
-                return str(refused)
-
-        return list(await asyncio.gather(*(one(k) for k in range(90))))
-
-    assert asyncio.run(main()) == [f"refused {k}" if k % 3 == 0 else k for k in range(90)]
-    assert kept(path) == {k for k in range(90) if k % 3}
-
-
 def test_a_failed_commit_fails_its_whole_batch_and_the_next_one_writes(
     db: Database, path: Path
 ) -> None:
