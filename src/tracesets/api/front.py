@@ -56,14 +56,10 @@ class HotFront:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and not scope.get("root_path"):
-            route = self._fixed.get(scope["path"])
-            if route is None:
-                route = next(
-                    (r for r in self._templated if r.path_regex.match(scope["path"])), None
-                )
-            if route is not None:
+            fixed = self._fixed.get(scope["path"])
+            for route in self._templated if fixed is None else (fixed,):
                 match, child_scope = route.matches(scope)
-                if match is Match.FULL:
+                if match is Match.FULL:  # the router's rule: the first full match, in order
                     scope["router"] = self.router
                     scope["route"] = route
                     scope.update(child_scope)

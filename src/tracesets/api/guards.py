@@ -68,10 +68,6 @@ class IdleBodyTimeout:
             nonlocal arrived
             if arrived:
                 return await receive()
-            arrival = scope.get(BODY_ARRIVAL)
-            if arrival is not None and arrival.complete:  # nothing left to wait for
-                arrived = True
-                return await receive()
             try:
                 async with asyncio.timeout(self.timeout):  # no task per chunk, unlike wait_for
                     message = await receive()

@@ -52,16 +52,16 @@ def timestamp(value: datetime | None) -> str | None:
         return None
     if value.microsecond == 0:  # a signed URL's expiry: the same second for many answers
         return _whole_second(value)
+    return _rendered(value)
+
+
+def _rendered(value: datetime) -> str:
     if value.utcoffset():
         value = value.astimezone(UTC)
     return value.isoformat(timespec="milliseconds")[:23] + "Z"
 
 
-@functools.lru_cache(maxsize=64)
-def _whole_second(value: datetime) -> str:
-    if value.utcoffset():
-        value = value.astimezone(UTC)
-    return value.isoformat(timespec="milliseconds")[:23] + "Z"
+_whole_second = functools.lru_cache(maxsize=64)(_rendered)
 
 
 def _head(t: TracesetHead) -> dict[str, Any]:

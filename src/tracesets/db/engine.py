@@ -197,24 +197,30 @@ class Database:
         thread. The work must be quick: a few rows read or written."""
         if self._group is None:
             return await asyncio.to_thread(self.write_soon, work)
-        return await self._loop_writer(asyncio.get_running_loop()).submit(work)
+        loop = asyncio.get_running_loop()
+        writer = self._loop_writer(loop)
+        if writer is not None:
+            return await writer.submit(work)
+        done: asyncio.Future[T] = loop.create_future()
+        self._group.hand([(work, done)])
+        return await done
 
-    def _loop_writer(self, loop: asyncio.AbstractEventLoop) -> LoopCommit:
+    def _loop_writer(self, loop: asyncio.AbstractEventLoop) -> LoopCommit | None:
         """This loop's ``LoopCommit``: one loop at a time has one (a serving process has one
-        loop); a caller on another loop, while it lives, has its work run on the
-        group-commit thread."""
+        loop); None for a caller on another loop while that one lives, whose work then runs
+        on the group-commit thread."""
         assert self._group is not None
         current = self._loop_commit
         if current is not None and current.loop is loop:
             return current
+        if current is not None and not current.loop.is_closed():
+            return None
         if self._committer is None:
             self._committer = concurrent.futures.ThreadPoolExecutor(
                 1, thread_name_prefix="loop-commit"
             )
-        if current is None or current.loop.is_closed():
-            self._loop_commit = LoopCommit(loop, self._begin_now, self._group, self._committer)
-            return self._loop_commit
-        return LoopCommit(loop, lambda: None, self._group, self._committer)
+        self._loop_commit = LoopCommit(loop, self._begin_now, self._group, self._committer)
+        return self._loop_commit
 
     def write_later(self, work: Callable[[Connection], T]) -> concurrent.futures.Future[T]:
         """``write_soon`` without waiting: its outcome, once committed, in a future. On
