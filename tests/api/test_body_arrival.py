@@ -11,11 +11,8 @@ from typing import Any
 
 import pytest
 from starlette.types import Message, Receive, Scope, Send
-from uvicorn.config import Config
-from uvicorn.server import ServerState
 
-from tests.api.test_coalesced_writes import RecordingTransport
-from tracesets.api.connections import GuardedHttpToolsProtocol
+from tests.api.test_coalesced_writes import RecordingTransport, protocol_for
 from tracesets.api.guards import BODY_ARRIVAL, BodyArrival, IdleBodyTimeout
 from tracesets.problems import RequestTimeout
 
@@ -38,9 +35,7 @@ async def arrivals_seen(*reads: bytes) -> list[bool]:
         await send({"type": "http.response.start", "status": 204, "headers": []})
         await send({"type": "http.response.body", "body": b""})
 
-    config = Config(app=app, log_level="warning", access_log=False, lifespan="off")
-    config.load()
-    protocol = GuardedHttpToolsProtocol(config, ServerState(), {}, asyncio.get_running_loop())
+    protocol = protocol_for(app)
     protocol.connection_made(RecordingTransport())
     for data in reads:
         protocol.data_received(data)

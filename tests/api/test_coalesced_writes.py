@@ -60,12 +60,17 @@ def answer_of(size: int) -> Any:
     return app
 
 
+def protocol_for(app: Any) -> GuardedHttpToolsProtocol:
+    """The service's protocol serving ``app`` on the running loop, not yet connected."""
+    config = Config(app=app, log_level="warning", access_log=False, lifespan="off")
+    config.load()
+    return GuardedHttpToolsProtocol(config, ServerState(), {}, asyncio.get_running_loop())
+
+
 async def served(app: Any, *requests: bytes) -> RecordingTransport:
     """What the protocol sent answering ``requests``, which arrive in one read, and
     whether it closed the connection, before the client goes."""
-    config = Config(app=app, log_level="warning", access_log=False, lifespan="off")
-    config.load()
-    protocol = GuardedHttpToolsProtocol(config, ServerState(), {}, asyncio.get_running_loop())
+    protocol = protocol_for(app)
     transport = RecordingTransport()
     protocol.connection_made(transport)
     protocol.data_received(b"".join(requests))

@@ -5,11 +5,8 @@ from __future__ import annotations
 import asyncio
 
 from starlette.types import Receive, Scope, Send
-from uvicorn.config import Config
-from uvicorn.server import ServerState
 
-from tests.api.test_coalesced_writes import RecordingTransport
-from tracesets.api.connections import GuardedHttpToolsProtocol
+from tests.api.test_coalesced_writes import RecordingTransport, protocol_for
 
 REQUEST = b"GET /x HTTP/1.1\r\nHost: t\r\n\r\n"
 
@@ -23,9 +20,7 @@ async def app(scope: Scope, receive: Receive, send: Send) -> None:
 async def timers_after(*reads: bytes) -> tuple[list[bool], int]:
     """Whether a header timer was running on opening and after each of ``reads``; how
     many timers were made."""
-    config = Config(app=app, log_level="warning", access_log=False, lifespan="off")
-    config.load()
-    protocol = GuardedHttpToolsProtocol(config, ServerState(), {}, asyncio.get_running_loop())
+    protocol = protocol_for(app)
     made = 0
     arm = protocol._arm
 
