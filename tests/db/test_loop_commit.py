@@ -1,5 +1,6 @@
-"""Writes from the event loop: run on the loop when the writer is free, committed on a
-thread before anyone is answered, and handed to the group-commit thread otherwise."""
+"""Writes from the event loop: run on the loop when the writer is free or once a thread of
+this process has let go of it, committed on a thread before anyone is answered, and
+handed to the group-commit thread while another process writes."""
 
 from __future__ import annotations
 
@@ -123,6 +124,42 @@ def test_another_process_writing_sends_the_batch_to_the_group_commit_thread(
     assert (handed, resumed) == (1, 2)
     assert threads[0] != loop_thread  # the refused batch ran on the group-commit thread
     assert threads[1] == loop_thread  # and the next one on the loop again
+    assert kept(path) == {1, 2}
+
+
+def test_a_thread_of_this_process_writing_delays_the_batch_which_then_runs_on_the_loop(
+    db: Database, path: Path
+) -> None:
+    """The loop runs on while another thread holds the writer; the batch then runs on the
+    loop, not on the group-commit thread behind that writer."""
+    threads: list[int] = []
+    holding, release = threading.Event(), threading.Event()
+
+    def other_thread() -> None:
+        with db.write() as conn:
+            conn.execute(text("INSERT INTO t (k) VALUES (1)"))
+            holding.set()
+            release.wait()
+
+    writer = threading.Thread(target=other_thread)
+    writer.start()
+    holding.wait()
+
+    async def main() -> tuple[int, int]:
+        waiting = asyncio.ensure_future(db.write_async(inserting(2, threads)))
+        for _ in range(3):  # the task queues its work; the loop's next turn finds the lock held
+            await asyncio.sleep(0)
+        assert not waiting.done()
+        release.set()
+        return threading.get_ident(), await waiting
+
+    try:
+        loop_thread, answer = asyncio.run(main())
+    finally:
+        release.set()
+        writer.join()
+    assert answer == 2
+    assert threads == [loop_thread]
     assert kept(path) == {1, 2}
 
 

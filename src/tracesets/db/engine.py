@@ -166,27 +166,21 @@ class Database:
         return conn
 
     def _begin_now(self) -> HeldWrite | None:
-        """A write transaction begun at once on the loop's own connection, or None when a
-        thread of this process or another process is writing (SQLite)."""
-        if not self._writer.acquire(blocking=False):
+        """A write transaction begun at once on the loop's own connection by the holder of
+        this process's writer lock (``LoopCommit``), or None when another process is
+        writing (SQLite). The lock is the caller's until the transaction ends."""
+        conn = self._loop_connection
+        if conn is None or conn.invalidated:
+            conn = self.engine.connect().execution_options(**{_BEGUN: True})
+            self._loop_connection = conn
+        driver = conn.connection.driver_connection
+        assert isinstance(driver, sqlite3.Connection)
+        if not _begin_at_once(driver):
             return None
         try:
-            conn = self._loop_connection
-            if conn is None or conn.invalidated:
-                conn = self.engine.connect().execution_options(**{_BEGUN: True})
-                self._loop_connection = conn
-            driver = conn.connection.driver_connection
-            assert isinstance(driver, sqlite3.Connection)
-            if not _begin_at_once(driver):
-                self._writer.release()
-                return None
-            try:
-                transaction = conn.begin()  # SQLAlchemy's account of the driver's transaction
-            except BaseException:
-                driver.rollback()
-                raise
+            transaction = conn.begin()  # SQLAlchemy's account of the driver's transaction
         except BaseException:
-            self._writer.release()
+            driver.rollback()
             raise
         return HeldWrite(conn, transaction, self._writer.release)
 
@@ -219,7 +213,9 @@ class Database:
             self._committer = concurrent.futures.ThreadPoolExecutor(
                 1, thread_name_prefix="loop-commit"
             )
-        self._loop_commit = LoopCommit(loop, self._begin_now, self._group, self._committer)
+        self._loop_commit = LoopCommit(
+            loop, self._writer, self._begin_now, self._group, self._committer
+        )
         return self._loop_commit
 
     def write_later(self, work: Callable[[Connection], T]) -> concurrent.futures.Future[T]:

@@ -8,14 +8,16 @@ inserts spent about 3 ms waiting for 1 ms of work (bench/README). A ``LoopCommit
 what its loop's callers queued in one turn of the loop on the loop itself, in a write
 transaction begun there (tens of microseconds a request, as the checks before them),
 and hands only the commit, SQLite's fsync, to a thread: one handoff a batch. The loop
-never waits for the disk, nor for another writer: when a thread of this process or
-another process holds the write lock, the batch goes to the group-commit thread, which
-waits its turn as before. Each caller's work has its own savepoint, as there.
+never waits for the disk, nor for another writer: when a thread of this process holds
+the write lock, the committer thread waits for it and the batch then runs on the loop;
+when another process holds SQLite's lock, the batch goes to the group-commit thread,
+which waits its turn as before. Each caller's work has its own savepoint, as there.
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable
 from concurrent.futures import Executor
 from contextlib import suppress
@@ -67,37 +69,60 @@ class LoopCommit:
     def __init__(
         self,
         loop: asyncio.AbstractEventLoop,
+        lock: threading.Lock,
         begin: Callable[[], HeldWrite | None],
         fallback: GroupCommit,
         committer: Executor,
     ) -> None:
         self.loop = loop
+        self._lock = lock  # this process's one writer; ``begin`` needs it held
         self._begin = begin
         self._fallback = fallback
         self._committer = committer
         self._queued: list[Queued] = []
-        self._committing = False
+        self._busy = False  # a commit, or a wait for the lock, is under way
 
     def submit(self, work: Callable[[Connection], T]) -> asyncio.Future[T]:
         """Queue ``work``; its future holds the result once committed. Called on the loop."""
         done: asyncio.Future[T] = self.loop.create_future()
-        if not self._queued and not self._committing:
+        if not self._queued and not self._busy:
             self.loop.call_soon(self._run)  # after the callers ready in this turn
         self._queued.append((work, done))
         return done
 
     def _run(self) -> None:
+        if self._lock.acquire(blocking=False):
+            self._run_locked()
+            return
+        # A thread of this process is writing (an inspection's claim, a token): it holds
+        # the lock for one short transaction. Handing the batch to the group-commit thread
+        # would queue the loop's next batches behind it too, each statement trading the
+        # GIL with the loop; the committer thread waits for the lock instead.
+        self._busy = True
+        self._committer.submit(self._wait_for_lock)
+
+    def _wait_for_lock(self) -> None:
+        """On the committer thread: take the lock, then run the queued batch on the loop."""
+        self._lock.acquire()
+        try:
+            self.loop.call_soon_threadsafe(self._run_locked)
+        except RuntimeError:  # the loop has closed: nobody is left to run or answer
+            self._lock.release()
+
+    def _run_locked(self) -> None:
+        self._busy = False
         batch = [(work, done) for work, done in self._queued if starts(done)]
         self._queued = []
-        if not batch:
-            return
         try:
-            held = self._begin()
+            held = self._begin() if batch else None
         except BaseException as failure:  # no transaction could be begun: nothing was written
+            self._lock.release()
             settle([(done, None, failure) for _, done in batch])
             return
-        if held is None:  # another writer holds the lock: the group-commit thread waits for it
-            self._fallback.hand(batch)
+        if held is None:
+            self._lock.release()
+            if batch:  # another process holds SQLite's lock: the group-commit thread waits
+                self._fallback.hand(batch)
             return
         try:
             outcomes = run_batch(held.connection, batch)
@@ -105,12 +130,12 @@ class LoopCommit:
             held.rollback()
             settle([(done, None, failure) for _, done in batch])
             return
-        self._committing = True
+        self._busy = True
         committed = asyncio.wrap_future(self._committer.submit(held.commit), loop=self.loop)
         committed.add_done_callback(partial(self._committed, outcomes))
 
     def _committed(self, outcomes: list[Outcome], committed: asyncio.Future[None]) -> None:
-        self._committing = False
+        self._busy = False
         failure = asyncio.CancelledError() if committed.cancelled() else committed.exception()
         if failure is not None:  # the commit failed: nothing of the batch was written
             outcomes = [(done, None, failure) for done, _, _ in outcomes]
