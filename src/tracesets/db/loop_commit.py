@@ -99,30 +99,35 @@ class LoopCommit:
         # would queue the loop's next batches behind it too, each statement trading the
         # GIL with the loop; the committer thread waits for the lock instead.
         self._busy = True
-        self._committer.submit(self._wait_for_lock)
+        self._committer.submit(self._when_free)
 
-    def _wait_for_lock(self) -> None:
-        """On the committer thread: take the lock, then run the queued batch on the loop."""
-        self._lock.acquire()
-        try:
-            self.loop.call_soon_threadsafe(self._run_locked)
-        except RuntimeError:  # the loop has closed: nobody is left to run or answer
-            self._lock.release()
+    def _when_free(self) -> None:
+        """On the committer thread: wait until the lock is let go, then try again on the
+        loop (the lock itself never passes between threads)."""
+        with self._lock:
+            pass
+        with suppress(RuntimeError):  # the loop has closed: nobody is left to answer
+            self.loop.call_soon_threadsafe(self._retry)
+
+    def _retry(self) -> None:
+        self._busy = False
+        self._run()
 
     def _run_locked(self) -> None:
-        self._busy = False
         batch = [(work, done) for work, done in self._queued if starts(done)]
         self._queued = []
+        if not batch:
+            self._lock.release()
+            return
         try:
-            held = self._begin() if batch else None
+            held = self._begin()
         except BaseException as failure:  # no transaction could be begun: nothing was written
             self._lock.release()
             settle([(done, None, failure) for _, done in batch])
             return
-        if held is None:
+        if held is None:  # another process holds SQLite's lock: the group-commit thread waits
             self._lock.release()
-            if batch:  # another process holds SQLite's lock: the group-commit thread waits
-                self._fallback.hand(batch)
+            self._fallback.hand(batch)
             return
         try:
             outcomes = run_batch(held.connection, batch)

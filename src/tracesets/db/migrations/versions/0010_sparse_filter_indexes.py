@@ -4,7 +4,7 @@ Most tracesets declare no workload family, name or global batch size, and every
 upload-url paid for three index entries of NULL that no list can ask for: a filter
 is ``column = value``, and the database knows a row it matches is not NULL, so both
 SQLite and PostgreSQL still pick these indexes for it (bench/list_filter.py prints
-the plans; tests/db/test_filter_plans.py checks them).
+the plans; tests/api/test_filter_indexes.py checks them).
 
 Revision ID: 0010
 Revises: 0009
