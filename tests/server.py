@@ -62,6 +62,14 @@ def uses_s3() -> bool:
     return bool(os.environ.get("TRACESETS_TEST_STORAGE_URL"))
 
 
+def multipart_threshold() -> int | None:
+    """What whoami says of the run's store: the S3 setting this run gives the service (its
+    default 64 MiB); none for local files, which the service receives in one PUT each."""
+    if not uses_s3():
+        return None
+    return int(os.environ.get("TRACESETS_MULTIPART_THRESHOLD", str(64 * 1024 * 1024)))
+
+
 def backend_env() -> dict[str, str]:
     """Settings that point a service at the backends this test run uses."""
     env: dict[str, str] = {}

@@ -1,4 +1,5 @@
-"""GET /api/v1/whoami: any known token learns its workspace and scopes, and nothing changes."""
+"""GET /api/v1/whoami: any known token learns its workspace, its scopes and which files the
+store takes in parts; nothing changes."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import itertools
 import httpx
 import pytest
 
-from tests.server import ServerProcess
+from tests.server import ServerProcess, multipart_threshold
 from tracesets.service.tokens import SCOPES
 
 EVERY_SET = [c for n in range(1, 4) for c in itertools.combinations(SCOPES, n)]
@@ -31,7 +32,11 @@ def test_any_token_learns_its_workspace_and_scopes(
     answer = httpx.get(f"{server.url}/api/v1/whoami", headers={"Authorization": f"Bearer {token}"})
     assert answer.status_code == 200, answer.text
     assert answer.headers["content-type"].startswith("application/json")
-    assert answer.json() == {"workspace": workspace, "scopes": list(scopes)}
+    assert answer.json() == {
+        "workspace": workspace,
+        "scopes": list(scopes),
+        "multipartThreshold": multipart_threshold(),
+    }
 
 
 def test_whoami_changes_nothing(server: ServerProcess, api: httpx.Client) -> None:

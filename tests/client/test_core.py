@@ -15,12 +15,13 @@ import pytest
 
 from tests.client.test_retries import traceset_json
 from tracesets.client import protocol
+from tracesets.client.answers import WhoamiAnswer
 from tracesets.client.core import ClientCore, UploadPlan
 from tracesets.client.errors import ClientError
 from tracesets.client.files import collect, hash_file, undigested
 from tracesets.client.models import Traceset, UploadUrlResponse, Whoami
 from tracesets.client.state import UploadState, fingerprint
-from tracesets.client.steps import Call, HashAhead, Hashed, Puts, PutsDone, StartPuts
+from tracesets.client.steps import Call, Hash, HashAhead, Hashed, Puts, PutsDone, StartPuts
 
 NOW = "2026-01-01T00:00:00.000Z"
 
@@ -66,8 +67,9 @@ def test_an_upload_is_whoami_hash_upload_url_puts_complete(tmp_path: Path) -> No
 
     step = next(flow)
     assert isinstance(step, Call) and (step.method, step.path) == ("GET", "/api/v1/whoami")
-    step = flow.send(Whoami(workspace="w", scopes=["read", "write"]))
+    step = flow.send(Whoami(workspace="w", scopes=["read", "write"], multipartThreshold=None))
     assert isinstance(step, HashAhead) and [f.sha256 for f in step.files] == [None, None]
+    assert step.parts_above is None  # the store takes no file in parts: none hashed
     files = step.files
     assert flow.send(None) == Hashed(2)
     step = flow.send([hash_file(f) for f in files])
@@ -92,11 +94,39 @@ def test_an_upload_is_whoami_hash_upload_url_puts_complete(tmp_path: Path) -> No
     assert done.value.value.id == "t1" and client.state._read() == {}
 
 
+@pytest.mark.parametrize(
+    ("said", "parts_above"),
+    [
+        ({"multipartThreshold": 64 * 2**20}, 64 * 2**20),  # S3: parts above its threshold
+        ({"multipartThreshold": None}, None),  # local files: no parts
+        ({}, 0),  # a service that does not say: parts wherever S3 could take them
+    ],
+)
+def test_the_hashing_computes_part_digests_where_whoami_says_there_are_parts(
+    tmp_path: Path, said: dict[str, Any], parts_above: int | None
+) -> None:
+    """A new upload's hashing ahead and a remembered upload's hashing alike."""
+    client, upload = core(tmp_path), plan_of(tmp_path)
+    who = WhoamiAnswer.read({"workspace": "w", "scopes": ["write"], **said})
+    assert who.multipartThreshold == parts_above
+    flow = client._upload_flow(upload, None, None, 0)
+    next(flow)
+    hashing = flow.send(who)
+    assert isinstance(hashing, HashAhead) and hashing.parts_above == parts_above
+
+    key = remembered_as(client, upload)
+    client.state.remember(key, "t0")  # as an upload cut short leaves it
+    flow = client._upload_flow(upload, None, None, 0)
+    next(flow)
+    hashing_all = flow.send(who)
+    assert isinstance(hashing_all, Hash) and hashing_all.parts_above == parts_above
+
+
 def test_a_failed_put_names_the_traceset_and_keeps_it_for_a_resume(tmp_path: Path) -> None:
     client, upload = core(tmp_path), plan_of(tmp_path)
     flow = client._upload_flow(upload, None, None, 0)
     next(flow)
-    hashing = flow.send(Whoami(workspace="w", scopes=["write"]))
+    hashing = flow.send(Whoami(workspace="w", scopes=["write"], multipartThreshold=None))
     assert isinstance(hashing, HashAhead)
     assert flow.send(None) == Hashed(2)
     asked = flow.send([hash_file(f) for f in hashing.files])
@@ -114,7 +144,7 @@ def test_a_token_without_write_stops_before_any_hashing(tmp_path: Path) -> None:
     flow = core(tmp_path)._upload_flow(plan_of(tmp_path), None, None, 0)
     next(flow)
     with pytest.raises(ClientError) as refused:
-        flow.send(Whoami(workspace="w", scopes=["read"]))
+        flow.send(Whoami(workspace="w", scopes=["read"], multipartThreshold=None))
     assert refused.value.status == 403
 
 
@@ -132,7 +162,7 @@ def test_an_upload_past_one_batch_declares_the_rest_with_add_files(
     )
     flow = client._upload_flow(upload, None, None, 0)
     next(flow)
-    hashing = flow.send(Whoami(workspace="w", scopes=["write"]))
+    hashing = flow.send(Whoami(workspace="w", scopes=["write"], multipartThreshold=None))
     assert isinstance(hashing, HashAhead) and len(hashing.files) == 3  # all, in the background
     files = [hash_file(f) for f in hashing.files]
     assert flow.send(None) == Hashed(2)

@@ -19,7 +19,7 @@ from tracesets.client.transport import AsyncSchemeTransport, SchemeTransport
 
 class _Hello(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
-        body = b'{"workspace": "w", "scopes": ["read"]}'
+        body = b'{"workspace": "w", "scopes": ["read"], "multipartThreshold": null}'
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))

@@ -214,11 +214,16 @@ class UploadStatusAnswer:
 class WhoamiAnswer:
     workspace: str
     scopes: list[str]
+    #: Files of more bytes than this are sent in parts, each part's SHA-256 declared
+    #: (``files.hash_file``); None: no file is. 0 from a service that does not say: any
+    #: file S3 would take in parts, as before the service said.
+    multipartThreshold: int | None
     raw: Mapping[str, Any]
 
     @classmethod
     def read(cls, raw: Mapping[str, Any]) -> WhoamiAnswer:
-        return cls(_member(raw, "workspace", str), _member(raw, "scopes", list), raw)
+        threshold = _optional(raw, "multipartThreshold", int) if "multipartThreshold" in raw else 0
+        return cls(_member(raw, "workspace", str), _member(raw, "scopes", list), threshold, raw)
 
 
 @dataclass(frozen=True, slots=True)

@@ -166,7 +166,7 @@ class AwaitingIO(ClientCore):
             if file.sha256 is not None:
                 return file  # computed once: a resume does not hash again
             async with limit:
-                return await asyncio.to_thread(hash_file, file, counter.add)
+                return await asyncio.to_thread(hash_file, file, counter.add, step.parts_above)
 
         return await _all_or_none([one(f) for f in step.files])
 
@@ -299,6 +299,7 @@ class _HashingAhead:
 
     def __init__(self, step: HashAhead) -> None:
         self.counter = hash_counter(step)
+        self.parts_above = step.parts_above
         self.stopped = False
         self.limit = asyncio.Semaphore(HASH_AHEAD_THREADS)
         self.tasks = deque(asyncio.ensure_future(self._one(file)) for file in step.files)
@@ -307,7 +308,7 @@ class _HashingAhead:
         if file.sha256 is not None:
             return file
         async with self.limit:
-            return await asyncio.to_thread(hash_file, file, self._read)
+            return await asyncio.to_thread(hash_file, file, self._read, self.parts_above)
 
     def _read(self, count: int) -> None:
         if self.stopped:

@@ -204,7 +204,10 @@ class BlockingIO(ClientCore):
         counter = hash_counter(step)
         with ThreadPoolExecutor(self.concurrency) as pool:
             return list(
-                pool.map(lambda f: f if f.sha256 else hash_file(f, counter.add), step.files)
+                pool.map(
+                    lambda f: f if f.sha256 else hash_file(f, counter.add, step.parts_above),
+                    step.files,
+                )
             )
 
     def _put(self, put: Put, counter: ProgressCounter, abort: threading.Event) -> None:
@@ -339,6 +342,7 @@ class _HashingAhead:
 
     def __init__(self, step: HashAhead) -> None:
         self.counter = hash_counter(step)
+        self.parts_above = step.parts_above
         self.stop = threading.Event()
         self.pool = ThreadPoolExecutor(HASH_AHEAD_THREADS)
         self.futures = deque(self.pool.submit(self._one, file) for file in step.files)
@@ -346,7 +350,7 @@ class _HashingAhead:
     def _one(self, file: LocalFile) -> LocalFile:
         if file.sha256 is not None:
             return file
-        return hash_file(file, self._read)
+        return hash_file(file, self._read, self.parts_above)
 
     def _read(self, count: int) -> None:
         if self.stop.is_set():

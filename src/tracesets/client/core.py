@@ -121,13 +121,14 @@ class ClientCore(Calls):
         An upload is remembered under what is known of it before any file is read (names,
         sizes, roles, the rest of the body): a resume hashes every file and goes on only if
         each declared one is still the same, so changing any byte starts a new upload."""
-        protocol.require_scope((yield from ask(self._scopes_call())), "write")
+        who = yield from ask(self._scopes_call())
+        protocol.require_scope(who, "write")
         key = fingerprint(self.url, self._token, upload.body([undigested(f) for f in upload.files]))
         files = upload.files
         started = self.state.started(key)
         done: TracesetAnswer | None = None
         if started is not None:
-            files = yield from hashed(files, hash_progress)
+            files = yield from hashed(files, hash_progress, who.multipartThreshold)
             _, *rest = self._batches(files)
             try:  # the same upload ran before and did not finish: send only what is missing
                 done = yield from self._resume_flow(
@@ -136,9 +137,8 @@ class ClientCore(Calls):
             except ClientError:
                 done = None  # gone, not resumable, or other bytes: start afresh
         if done is None:
-            done = yield from self._batched_flow(
-                upload, files, key, progress, hash_progress, files_progress
-            )
+            hashing = HashAhead(files, hash_progress, who.multipartThreshold)
+            done = yield from self._batched_flow(upload, hashing, key, progress, files_progress)
         self.state.forget(key)
         if wait > 0:
             done = yield from self._wait_flow(done.id, wait, POLL_INTERVAL)
@@ -161,19 +161,19 @@ class ClientCore(Calls):
     def _batched_flow(
         self,
         upload: UploadPlan,
-        files: list[LocalFile],
+        hashing: HashAhead,
         key: str,
         progress: ProgressCallback | None,
-        hash_progress: ProgressCallback | None,
         files_progress: FilesCallback | None,
     ) -> Flow[TracesetAnswer]:
-        """A new traceset: the files hashed in the background, in order; each batch
-        declared (upload-url, then add-files) once hashed and its PUTs started, sent while
-        the next batches are hashed and declared; then complete. An error after upload-url
-        names the traceset, left pending for a resume."""
+        """A new traceset: the files hashed in the background (``hashing``), in order;
+        each batch declared (upload-url, then add-files) once hashed and its PUTs started,
+        sent while the next batches are hashed and declared; then complete. An error after
+        upload-url names the traceset, left pending for a resume."""
+        files = hashing.files
         total = total_size(files)
         traceset_id: str | None = None
-        yield HashAhead(files, hash_progress)
+        yield hashing
         try:
             for unread in self._batches(files):
                 batch = yield from hashed_next(len(unread))

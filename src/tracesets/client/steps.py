@@ -58,6 +58,8 @@ class Call(Generic[T]):
 class Hash:
     files: list[LocalFile]
     progress: ProgressCallback | None
+    #: ``hash_file``'s: above which size each part's digest is computed too.
+    parts_above: int | None = 0
 
 
 #: Threads hashing ahead of the PUTs: sha256 runs at 1.5 GB/s or more a core, far ahead of
@@ -72,6 +74,8 @@ class HashAhead:
 
     files: list[LocalFile]
     progress: ProgressCallback | None
+    #: ``hash_file``'s: above which size each part's digest is computed too.
+    parts_above: int | None = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,8 +167,10 @@ def ask(call: Call[T]) -> Flow[T]:
     return cast(T, (yield call))
 
 
-def hashed(files: list[LocalFile], progress: ProgressCallback | None) -> Flow[list[LocalFile]]:
-    return cast(list[LocalFile], (yield Hash(files, progress)))
+def hashed(
+    files: list[LocalFile], progress: ProgressCallback | None, parts_above: int | None = 0
+) -> Flow[list[LocalFile]]:
+    return cast(list[LocalFile], (yield Hash(files, progress, parts_above)))
 
 
 def hashed_next(count: int) -> Flow[list[LocalFile]]:

@@ -62,6 +62,13 @@ class BlobStore(Protocol):
     #: queue then fetches a batch's files ahead of their reading, on threads.
     remote: bool
 
+    @property
+    def multipart_threshold(self) -> int | None:
+        """Files of more bytes than this go in parts, a URL a part (None: every file in
+        one PUT). Clients learn it from whoami: a part's SHA-256, declared for S3 to
+        check, is a second hash of the same bytes, worth it only where there are parts."""
+        ...
+
     def plan_upload(
         self,
         key: str,

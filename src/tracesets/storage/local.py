@@ -35,6 +35,7 @@ class LocalBlobStore:
 
     checks_at_once = 1
     remote = False
+    multipart_threshold = None  # the service receives every file in one PUT
 
     def __init__(
         self,

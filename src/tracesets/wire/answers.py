@@ -145,7 +145,14 @@ class Health(BaseModel):
 
 
 class Whoami(BaseModel):
-    """What a token opens: its workspace and its scopes, in the order read, write, promote."""
+    """What a token opens: its workspace and its scopes, in the order read, write, promote;
+    and how its uploads go, for a client to prepare them."""
 
     workspace: str
     scopes: list[Literal["read", "write", "promote"]]
+    multipartThreshold: int | None = Field(
+        description="Files of more bytes than this are uploaded in parts, a URL a part; "
+        "null: every file in one PUT. A client declares `partSize` and `partSha256` only "
+        "for those (elsewhere the service ignores them, and each part's digest is a second "
+        "SHA-256 of the same bytes)."
+    )
