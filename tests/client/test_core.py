@@ -15,7 +15,7 @@ import pytest
 
 from tests.client.test_retries import traceset_json
 from tracesets.client import protocol
-from tracesets.client.answers import WhoamiAnswer
+from tracesets.client.answers import TracesetAnswer, UploadStatusAnswer, WhoamiAnswer
 from tracesets.client.core import ClientCore, UploadPlan
 from tracesets.client.errors import ClientError
 from tracesets.client.files import collect, hash_file, undigested
@@ -120,6 +120,50 @@ def test_the_hashing_computes_part_digests_where_whoami_says_there_are_parts(
     next(flow)
     hashing_all = flow.send(who)
     assert isinstance(hashing_all, Hash) and hashing_all.parts_above == parts_above
+
+
+def test_adding_files_checks_the_token_then_hashes_parts_only_where_the_store_takes_them(
+    tmp_path: Path,
+) -> None:
+    """``add_local_files`` (``tracesets add``, ``send_file``): whoami first, as an upload."""
+    client, upload = core(tmp_path), plan_of(tmp_path)
+    flow = client._add_local_flow("t1", upload.files, None)
+    step = next(flow)
+    assert isinstance(step, Call) and step.path == "/api/v1/whoami"
+    hashing = flow.send(Whoami(workspace="w", scopes=["write"], multipartThreshold=None))
+    assert isinstance(hashing, Hash) and hashing.parts_above is None
+    flow = client._add_local_flow("t1", upload.files, None)
+    next(flow)
+    with pytest.raises(ClientError) as refused:
+        flow.send(Whoami(workspace="w", scopes=["read"], multipartThreshold=None))
+    assert refused.value.status == 403  # before any file is read
+
+
+def test_a_resume_hashes_no_part_its_declaration_signed_already(tmp_path: Path) -> None:
+    """``resume_files`` (``tracesets upload --resume``): the files still to send were
+    declared with their parts' digests when the upload began; only the whole file's
+    sha256 is checked against the traceset, so no part is hashed again."""
+    client, upload = core(tmp_path), plan_of(tmp_path)
+    flow = client._resume_flow("t1", upload.files, None, None)
+    status = next(flow)
+    assert isinstance(status, Call) and status.path == "/api/v1/tracesets/t1/uploads"
+    uploads = [
+        {
+            "name": f.name,
+            "role": "primary",
+            "method": "PUT",
+            "url": f"http://store.test/{f.name}",
+            "headers": {},
+            "expiresAt": "2026-12-02T00:00:00.000Z",
+        }
+        for f in upload.files
+    ]
+    raw = {"tracesetId": "t1", "status": "pending", "received": [], "uploads": uploads}
+    read = flow.send(UploadStatusAnswer.read({**raw, "nextCursor": None}))
+    assert isinstance(read, Call) and read.path == "/api/v1/tracesets/t1"
+    hashing = flow.send(TracesetAnswer.read(traceset_json("t1", "pending")))
+    assert isinstance(hashing, Hash) and hashing.parts_above is None
+    assert [f.name for f in hashing.files] == ["rank0.json", "rank1.json"]
 
 
 def test_a_failed_put_names_the_traceset_and_keeps_it_for_a_resume(tmp_path: Path) -> None:

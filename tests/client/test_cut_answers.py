@@ -41,6 +41,9 @@ class CutService:
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
         path = request.url.path
+        if request.method == "GET" and path == "/api/v1/whoami":  # the token checked first
+            who = {"workspace": "w", "scopes": ["write"], "multipartThreshold": None}
+            return httpx.Response(200, json=who)
         if request.method == "POST" and path.endswith("/files"):
             cut = {"tracesetId": "t1", "uploads": [entry("a.json")], "uploadsNextCursor": "ZjoxMA"}
             return httpx.Response(201, json=cut)

@@ -218,7 +218,9 @@ class ClientCore(Calls):
             check_digests(files, traceset)
         if status.status != "pending":
             return traceset
-        wanted = yield from hashed(still_to_send(files, traceset, status), hash_progress)
+        # Declared already: the service signed their parts' URLs then, so only the whole
+        # file's sha256 is checked here, and no part is hashed (parts_above None).
+        wanted = yield from hashed(still_to_send(files, traceset, status), hash_progress, None)
         check_digests(wanted, traceset)
         return (
             yield from self._send_and_complete_flow(
@@ -262,7 +264,11 @@ class ClientCore(Calls):
     def _add_local_flow(
         self, traceset_id: str, files: list[LocalFile], progress: ProgressCallback | None
     ) -> Flow[None]:
-        files = yield from hashed(files, None)
+        """The token checked before hashing (whoami, which also says which files the store
+        takes in parts); ``files`` hashed, declared in one add-files, sent."""
+        who = yield from ask(self._scopes_call())
+        protocol.require_scope(who, "write")
+        files = yield from hashed(files, None, who.multipartThreshold)
         specs = [f.spec() for f in files]
         created = yield from ask(self._add_files_call(traceset_id, specs))
         uploads = yield from self._every_upload_flow(traceset_id, created, specs)

@@ -157,7 +157,8 @@ class Client(BlockingIO):
     ) -> None:
         """Hash ``files`` (as ``collect`` finds them), add them to a pending traceset in one
         request and send what is left of each (the entries a cut answer left out fetched
-        from the upload status); the traceset stays pending."""
+        from the upload status); the traceset stays pending. The token is checked first
+        (whoami: ``ClientError`` 403 without ``write``, before a file is read)."""
         self._run(self._add_local_flow(traceset_id, files, progress))
 
     def send_uploads(
