@@ -166,8 +166,8 @@ def run_curl(
     return took
 
 
-#: Every file named on the command line hashed on two threads, 1 MiB reads, as the
-#: command hashes ahead (``tracesets.client.files.hash_file``).
+#: Every file named on the command line hashed with ``hashlib``'s sha256 on two threads,
+#: as the command hashes ahead (``tracesets.client.files.hash_file``).
 HASHER: Final = """
 import hashlib, sys
 from concurrent.futures import ThreadPoolExecutor

@@ -12,7 +12,7 @@ import pytest
 
 import tracesets
 from tests.client.conftest import MakeClient
-from tests.server import ServerProcess, uses_s3
+from tests.server import ServerProcess, multipart_threshold
 from tracesets import AsyncClient, Client, ClientError, PromotedTraceset, Traceset
 from tracesets.client import UploadUrlResponse
 
@@ -379,8 +379,8 @@ def test_a_large_file_arrives_whole(client: Client, tmp_path: Path) -> None:
     )
     target = created.uploads[0]
     assert (target.url is None) == bool(target.parts)
-    threshold = int(os.environ.get("TRACESETS_MULTIPART_THRESHOLD", str(64 * 1024 * 1024)))
-    if uses_s3() and threshold < 12 * 1024 * 1024:
+    threshold = multipart_threshold()  # None on local files
+    if threshold is not None and threshold < 12 * 1024 * 1024:
         assert target.parts is not None and len(target.parts) >= 2
     seen: list[int] = []
     traceset = client.upload(

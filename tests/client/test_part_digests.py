@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from tests.client.conftest import MakeClient
-from tests.server import ServerProcess, multipart_threshold, uses_s3
+from tests.server import ServerProcess, multipart_threshold
 from tracesets.client import files
 from tracesets.client.files import LocalFile, hash_file
 from tracesets.uploadrequest import read_upload_request
@@ -127,7 +127,7 @@ def test_both_clients_declare_part_digests_only_where_the_store_takes_parts(
         threshold = client.whoami().multipartThreshold
     [entry] = declared.files
     assert entry["sha256"] == hashlib.sha256(data).hexdigest()
-    assert threshold == (multipart_threshold() if uses_s3() else None)
+    assert threshold == multipart_threshold()  # None on local files
     in_parts = threshold is not None and len(data) > threshold
     assert ("partSha256" in entry) == in_parts == ("partSize" in entry)
     assert done.status == "ready" and [f.received for f in done.files] == [True]

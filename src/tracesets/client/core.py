@@ -28,6 +28,7 @@ from tracesets.client.answers import (
     TracesetAnswer,
     UploadTargetLike,
     UploadUrlAnswer,
+    WhoamiAnswer,
 )
 from tracesets.client.calls import Calls
 from tracesets.client.downloads import DownloadSummary, adding, choose, clear, inside, tally
@@ -121,8 +122,7 @@ class ClientCore(Calls):
         An upload is remembered under what is known of it before any file is read (names,
         sizes, roles, the rest of the body): a resume hashes every file and goes on only if
         each declared one is still the same, so changing any byte starts a new upload."""
-        who = yield from ask(self._scopes_call())
-        protocol.require_scope(who, "write")
+        who = yield from self._writer_flow()
         key = fingerprint(self.url, self._token, upload.body([undigested(f) for f in upload.files]))
         files = upload.files
         started = self.state.started(key)
@@ -143,6 +143,13 @@ class ClientCore(Calls):
         if wait > 0:
             done = yield from self._wait_flow(done.id, wait, POLL_INTERVAL)
         return done
+
+    def _writer_flow(self) -> Flow[WhoamiAnswer]:
+        """whoami before any file is hashed: a token without ``write`` refused (403) at
+        once, and the answer's ``multipartThreshold`` for the hashing of parts."""
+        who = yield from ask(self._scopes_call())
+        protocol.require_scope(who, "write")
+        return who
 
     @staticmethod
     def _batches(files: list[LocalFile]) -> list[list[LocalFile]]:
@@ -264,10 +271,9 @@ class ClientCore(Calls):
     def _add_local_flow(
         self, traceset_id: str, files: list[LocalFile], progress: ProgressCallback | None
     ) -> Flow[None]:
-        """The token checked before hashing (whoami, which also says which files the store
-        takes in parts); ``files`` hashed, declared in one add-files, sent."""
-        who = yield from ask(self._scopes_call())
-        protocol.require_scope(who, "write")
+        """The token checked before hashing (``_writer_flow``); ``files`` hashed, declared
+        in one add-files, sent."""
+        who = yield from self._writer_flow()
         files = yield from hashed(files, None, who.multipartThreshold)
         specs = [f.spec() for f in files]
         created = yield from ask(self._add_files_call(traceset_id, specs))
