@@ -20,12 +20,18 @@ hashed beside them (``hashlib``'s sha256, two threads, the command's own way), t
 until both are done. The command must hash every byte it declares, on the cores the
 service and curl use here; curl's time over this one is the most any client that
 hashes on these cores could reach, before its start-up and its requests are counted.
+A fourth adds the start-up: a Python program that only imports what a client needs to
+hash files and send them (``LEAST_IMPORTS``), timed start to exit.
 
 With ``--base-src`` (an earlier commit's ``src``), that commit's command runs too, from
 the same virtualenv with its ``src`` first on ``PYTHONPATH``, against the same service.
 
+With ``--split-cores``, the service runs on one core and every contender on another, as
+when the uploader and the service are two machines: the service's CPU then bounds curl,
+and a contender's own work (start-up, hashing) shows only where the service waits for it.
+
     .venv/bin/python bench/cli_upload.py [--quick] [--runs N] [--files N] [--floor]
-        [--base-src DIR]
+        [--base-src DIR] [--split-cores]
 """
 
 from __future__ import annotations
@@ -63,6 +69,9 @@ PARALLEL: Final = 8
 MB: Final = 1_000_000
 CHUNK: Final = 4 * 1024 * 1024
 HASHED: Final = "curl + sha256"
+STARTED: Final = "python start-up"
+#: The least a client in Python imports to hash files and send them over HTTP.
+LEAST_IMPORTS: Final = "import concurrent.futures, hashlib, http.client, json"
 BASE: Final = "base"
 
 
@@ -179,71 +188,56 @@ with ThreadPoolExecutor(2) as pool:
 """
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description="tracesets upload of a directory vs curl PUTs")
-    parser.add_argument("--quick", action="store_true", help="128 MiB instead of 1 GiB")
-    parser.add_argument("--size-mib", type=int, help="total size in MiB")
-    parser.add_argument("--runs", type=int, default=3, help="runs of each (median is kept)")
-    parser.add_argument("--files", type=int, default=FILES, help=f"files (default {FILES})")
-    parser.add_argument("--tmp-dir", type=Path, help="where the files and the service's data go")
-    parser.add_argument(
-        "--floor", action="store_true", help="also curl with every file hashed beside it"
-    )
-    parser.add_argument(
-        "--base-src", type=Path, help="also the command of an earlier commit's src folder"
-    )
-    args = parser.parse_args()
-    total = (args.size_mib or (128 if args.quick else 1024)) * 1024 * 1024
-    curl = shutil.which("curl") or debian_command("curl", "curl")
-    if curl is None:
-        raise SystemExit("curl is needed")
+def run_started(argv: list[str]) -> float:
+    """Seconds ``argv`` took, start to exit."""
+    started = time.perf_counter()
+    subprocess.run(argv, check=True, timeout=60)
+    return time.perf_counter() - started
 
-    with (
-        tempfile.TemporaryDirectory(prefix="tracesets-bench-", dir=args.tmp_dir) as tmp,
-        ExitStack() as stack,
-    ):
-        workdir = Path(tmp)
-        directory = workdir / "traces"
-        print(
-            f"cli-upload: {args.files} files, {total / 2**20:,.0f} MiB of random bytes in "
-            f"{directory}",
-            flush=True,
-        )
-        digests = make_directory(directory, total, args.files)
-        port = free_port()
-        service = Service(port)
-        stack.enter_context(
-            running(
-                service_argv(port, workdir / "service"),
-                ready_url=f"{service.base}/healthz",
-                log=workdir / "service.log",
-                env={"TRACESETS_BOOTSTRAP_TOKEN": TOKEN},
-            )
-        )
-        run_command(service, directory)  # unmeasured: warms the page cache and the service
-        hashing = [sys.executable, "-I", "-S", "-c", HASHER, *(str(directory / n) for n in digests)]
-        contenders: dict[str, Callable[[], float]] = {
-            "tracesets": lambda: run_command(service, directory, cpu),
-            "curl": lambda: run_curl(curl, service, directory, digests),
-        }
-        if args.base_src is not None:
-            base = compiled(args.base_src.resolve())
-            contenders[BASE] = lambda: run_command(service, directory, base_cpu, base)
-        if args.floor:
-            contenders[HASHED] = lambda: run_curl(curl, service, directory, digests, hashing)
-        seconds: dict[str, list[float]] = {name: [] for name in contenders}
-        cpu: list[float] = []
-        base_cpu: list[float] = []
-        for run in range(1, args.runs + 1):
-            for name, contender in contenders.items():
-                os.sync()
-                took = contender()
-                seconds[name].append(took)
-                print(
-                    f"  run {run}  {name:<14}  {took:6.2f} s  {total / took / MB:8.1f} MB/s",
-                    flush=True,
-                )
 
+def pinned(argv: list[str], cpu: int) -> list[str]:
+    """``argv`` run on core ``cpu`` alone, every thread it starts too."""
+    start = (
+        "import os, sys; os.sched_setaffinity(0, {int(sys.argv[1])}); "
+        "os.execv(sys.argv[2], sys.argv[2:])"
+    )
+    return [sys.executable, "-c", start, str(cpu), *argv]
+
+
+def split_cores() -> tuple[int, int]:
+    """Two of this process's cores: the service's, and the contenders'."""
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) < 2:
+        raise SystemExit("--split-cores needs two cores")
+    return cores[0], cores[1]
+
+
+def start_service(stack: ExitStack, workdir: Path, *, split: bool) -> Service:
+    """The service, until ``stack`` closes; with ``split``, it on one core and this
+    process (so every contender it starts) on another."""
+    port = free_port()
+    service = Service(port)
+    argv = service_argv(port, workdir / "service")
+    if split:
+        service_core, contenders_core = split_cores()
+        argv = pinned(argv, service_core)
+        os.sched_setaffinity(0, {contenders_core})
+        print(f"  the service on core {service_core}, the contenders on core {contenders_core}")
+    stack.enter_context(
+        running(
+            argv,
+            ready_url=f"{service.base}/healthz",
+            log=workdir / "service.log",
+            env={"TRACESETS_BOOTSTRAP_TOKEN": TOKEN},
+        )
+    )
+    return service
+
+
+def report(
+    seconds: dict[str, list[float]], total: int, cpu: list[float], base_cpu: list[float]
+) -> None:
+    """The medians of every contender's runs, their spread, and the ratios to curl."""
     command = statistics.median(seconds["tracesets"])
     baseline = statistics.median(seconds["curl"])
     print(
@@ -275,6 +269,75 @@ def main() -> None:
             f"them)\nratio curl/(curl + sha256): {baseline / hashed:.2f}  (the most a client that "
             "hashes every byte on these cores reaches, start-up and requests not counted)"
         )
+        started = statistics.median(seconds[STARTED])
+        print(
+            f"python start-up   {started:6.2f} s (median; {LEAST_IMPORTS})\nratio curl/"
+            f"(curl + sha256 + start-up): {baseline / (hashed + started):.2f}  (the most a "
+            "client in Python reaches, its requests not counted)"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="tracesets upload of a directory vs curl PUTs")
+    parser.add_argument("--quick", action="store_true", help="128 MiB instead of 1 GiB")
+    parser.add_argument("--size-mib", type=int, help="total size in MiB")
+    parser.add_argument("--runs", type=int, default=3, help="runs of each (median is kept)")
+    parser.add_argument("--files", type=int, default=FILES, help=f"files (default {FILES})")
+    parser.add_argument("--tmp-dir", type=Path, help="where the files and the service's data go")
+    parser.add_argument(
+        "--floor", action="store_true", help="also curl with every file hashed beside it"
+    )
+    parser.add_argument(
+        "--base-src", type=Path, help="also the command of an earlier commit's src folder"
+    )
+    parser.add_argument(
+        "--split-cores",
+        action="store_true",
+        help="the service on one core, the contenders on another (two machines)",
+    )
+    args = parser.parse_args()
+    total = (args.size_mib or (128 if args.quick else 1024)) * 1024 * 1024
+    curl = shutil.which("curl") or debian_command("curl", "curl")
+    if curl is None:
+        raise SystemExit("curl is needed")
+
+    with (
+        tempfile.TemporaryDirectory(prefix="tracesets-bench-", dir=args.tmp_dir) as tmp,
+        ExitStack() as stack,
+    ):
+        workdir = Path(tmp)
+        directory = workdir / "traces"
+        print(
+            f"cli-upload: {args.files} files, {total / 2**20:,.0f} MiB of random bytes in "
+            f"{directory}",
+            flush=True,
+        )
+        digests = make_directory(directory, total, args.files)
+        service = start_service(stack, workdir, split=args.split_cores)
+        run_command(service, directory)  # unmeasured: warms the page cache and the service
+        hashing = [sys.executable, "-I", "-S", "-c", HASHER, *(str(directory / n) for n in digests)]
+        contenders: dict[str, Callable[[], float]] = {
+            "tracesets": lambda: run_command(service, directory, cpu),
+            "curl": lambda: run_curl(curl, service, directory, digests),
+        }
+        if args.base_src is not None:
+            base = compiled(args.base_src.resolve())
+            contenders[BASE] = lambda: run_command(service, directory, base_cpu, base)
+        if args.floor:
+            contenders[HASHED] = lambda: run_curl(curl, service, directory, digests, hashing)
+            contenders[STARTED] = lambda: run_started([sys.executable, "-c", LEAST_IMPORTS])
+        seconds: dict[str, list[float]] = {name: [] for name in contenders}
+        cpu: list[float] = []
+        base_cpu: list[float] = []
+        for run in range(1, args.runs + 1):
+            for name, contender in contenders.items():
+                os.sync()
+                took = contender()
+                seconds[name].append(took)
+                rate = "" if name == STARTED else f"  {total / took / MB:8.1f} MB/s"
+                print(f"  run {run}  {name:<15}  {took:6.2f} s{rate}", flush=True)
+
+    report(seconds, total, cpu, base_cpu)
 
 
 if __name__ == "__main__":
