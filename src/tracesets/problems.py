@@ -15,6 +15,7 @@ them in one handler and the CLI maps them to one exit code.
     ├── RequestTimeout      408  the request body stopped arriving
     ├── PayloadTooLarge     413  the request body is over the limit
     ├── TooManyRequests     429  the token's request rate is over the limit (Retry-After)
+    ├── HeadersTooLarge     431  a request's line and headers are over the limit
     └── ServiceUnavailable  503  the service is receiving all it can at once (Retry-After)
 """
 
@@ -113,6 +114,12 @@ class TooManyRequests(TracesetsError):
 
     #: Whole seconds until the token may send again, for the Retry-After header.
     retry_after: int = 1
+
+
+class HeadersTooLarge(TracesetsError):
+    status = 431
+    title = "Request header fields too large"
+    slug = "headers-too-large"
 
 
 class ServiceUnavailable(TracesetsError):

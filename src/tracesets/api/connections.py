@@ -4,7 +4,11 @@ Uvicorn times out only idle keep-alive connections: a client that opens a connec
 and sends nothing, or sends its headers a byte at a time, holds a socket (a file
 descriptor) for as long as it likes. Here every request's headers must arrive within
 ``TRACESETS_HEADER_TIMEOUT`` seconds of its first byte (the first request's, of the
-connection opening), or the connection is closed.
+connection opening), or the connection is closed. They must also fit in
+``MAX_HEAD_BYTES``: the parser keeps a header it has not seen the end of, growing it by
+a copy per read, so one endless header value would hold ever more memory and, each copy
+longer than the last, the event loop every other client waits on. Past the bound the
+answer is 431 and the connection is closed, nothing more read.
 
 Uvicorn's ``limit_concurrency`` answers 503 to requests past the limit, in plain text;
 here the answer is problem details with Retry-After, and connections past twice the
@@ -32,7 +36,13 @@ from uvicorn.server import ServerState
 
 from tracesets.api import render
 from tracesets.api.guards import BODY_ARRIVAL, BodyArrival
-from tracesets.problems import InvalidRequest, Problem, ServiceUnavailable
+from tracesets.problems import (
+    HeadersTooLarge,
+    InvalidRequest,
+    Problem,
+    ServiceUnavailable,
+    TracesetsError,
+)
 from tracesets.settings import Settings
 
 #: A sensible soft limit where the hard one is unlimited (macOS refuses more than OPEN_MAX).
@@ -44,6 +54,10 @@ _BUSY_RETRY_AFTER = 1
 #: Bytes held for one send at most: a larger body goes out as it comes, with the
 #: transport's own flow control (uvicorn waits for it to drain between writes).
 COALESCE_LIMIT: Final = 64 * 1024
+
+#: Bytes of a request's line and headers at most (nginx's and Node's bound is 8 to 16
+#: KiB; a token, a signed URL and the usual headers take under 2 KiB).
+MAX_HEAD_BYTES: Final = 64 * 1024
 
 
 def raise_descriptor_limit() -> int:
@@ -75,6 +89,18 @@ def connection_budget(descriptors: int) -> int:
 def _header_timeout() -> float:
     """Read once per process: protocols are made per connection."""
     return float(Settings.from_env().header_timeout)
+
+
+def _head_too_large() -> HeadersTooLarge:
+    return HeadersTooLarge.of(
+        [
+            Problem(
+                "request",
+                None,
+                f"The request line and headers are longer than {MAX_HEAD_BYTES:,} bytes",
+            )
+        ]
+    )
 
 
 async def _busy_app(scope: Scope, receive: Receive, send: Send) -> None:
@@ -140,6 +166,8 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self.header_timeout = _header_timeout()
         self.header_timer: asyncio.TimerHandle | None = None
         self.in_headers = False  # a request's headers have begun and not all come
+        self.in_body = False  # a request's headers have all come, its body not yet
+        self.head_bytes = 0  # read since the last request ended, while not in a body
         # The limit is checked here, answered with problem details, not by uvicorn.
         self.request_limit = self.limit_concurrency
         self.limit_concurrency = None
@@ -160,7 +188,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         """A request the parser refused (a malformed request line or header, such as a
         Content-Length that is not a number) is answered as every other refusal is, with
         problem details, not uvicorn's plain text; the connection is closed after."""
-        answer = render.problem_response(
+        self._refuse(
             InvalidRequest.of(
                 [
                     Problem(
@@ -172,15 +200,44 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
                 ]
             )
         )
+
+    def _refuse(self, error: TracesetsError) -> None:
+        """Answer ``error`` (problem details) and close: the rest of what the client sent
+        cannot be read as requests."""
+        answer = render.problem_response(error)
         headers = [*self.server_state.default_headers, *answer.raw_headers]
         lines = [name + b": " + value + b"\r\n" for name, value in headers]
         self.writes.flush()  # what an answer before it left in this step goes first
-        self.transport.write(
-            b"".join([STATUS_LINE[400], *lines, b"connection: close\r\n\r\n", answer.body])
-        )
+        if self.cycle is None or self.cycle.response_complete:  # not inside another answer
+            self.transport.write(
+                b"".join(
+                    [STATUS_LINE[error.status], *lines, b"connection: close\r\n\r\n", answer.body]
+                )
+            )
         self.transport.close()
 
     def data_received(self, data: bytes) -> None:
+        """Read ``data``, counting what comes outside a body against ``MAX_HEAD_BYTES``.
+
+        The count starts over once a request ends. A read that goes past the bound is
+        parsed only up to it: if no request's headers ended (or a request ended) within
+        it, the head is too large, and the rest is never parsed, nor anything after it.
+        """
+        while not self.in_body and len(data) > MAX_HEAD_BYTES - self.head_bytes:
+            room = MAX_HEAD_BYTES - self.head_bytes
+            self.head_bytes = MAX_HEAD_BYTES  # reset by a request that ends within ``room``
+            self._parse(data[:room])
+            data = data[room:]
+            if self.transport.is_closing():
+                return
+            if not self.in_body and self.head_bytes == MAX_HEAD_BYTES:
+                self._refuse(_head_too_large())
+                return
+        if not self.in_body:
+            self.head_bytes += len(data)
+        self._parse(data)
+
+    def _parse(self, data: bytes) -> None:
         super().data_received(data)
         # Headers still to come: they have the header timeout from their first byte, which
         # came in this read. Headers that came whole (most) never cost a timer.
@@ -195,12 +252,15 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
     def on_message_complete(self) -> None:
         self.arrival.complete = True
+        self.in_body = False
+        self.head_bytes = 0
         super().on_message_complete()
 
     def on_headers_complete(self) -> None:
         """Start the request's cycle (uvicorn's), writing through ``writes``, with the app
         or, past the limit, the busy answer."""
         self.in_headers = False
+        self.in_body = True
         self._disarm()
         limit = self.request_limit
         busy = limit is not None and (len(self.connections) >= limit or len(self.tasks) >= limit)
