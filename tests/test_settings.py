@@ -55,6 +55,16 @@ def test_an_upload_waits_up_to_whole_seconds_from_0_to_300(tmp_path: Path) -> No
         assert str(refused.value).startswith("TRACESETS_UPLOAD_WAIT must be")
 
 
+def test_a_body_rate_is_whole_bytes_a_second_from_1(tmp_path: Path) -> None:
+    assert Settings.from_env({}, data_dir=tmp_path).min_body_rate == 4096
+    env = {"TRACESETS_MIN_BODY_RATE": "1"}
+    assert Settings.from_env(env, data_dir=tmp_path).min_body_rate == 1
+    for raw in ("0", "-1", "0.5", "1073741825", "slow"):
+        with pytest.raises(SettingsError) as refused:
+            Settings.from_env({"TRACESETS_MIN_BODY_RATE": raw}, data_dir=tmp_path)
+        assert str(refused.value).startswith("TRACESETS_MIN_BODY_RATE must be")
+
+
 def test_an_idle_connection_is_kept_whole_seconds_from_1_to_3600(tmp_path: Path) -> None:
     assert Settings.from_env({}, data_dir=tmp_path).keep_alive == 65
     env = {"TRACESETS_KEEP_ALIVE": "1"}

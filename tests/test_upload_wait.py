@@ -36,8 +36,13 @@ async def until(condition: Callable[[], bool], what: str) -> None:
     assert condition(), what
 
 
+def own() -> tuple[str, int]:
+    """A file of a traceset of its own: within its share of the slots, whatever others hold."""
+    return secrets.token_hex(16), 0
+
+
 async def hold(slots: UploadSlots, entered: asyncio.Event, release: asyncio.Event) -> None:
-    async with slots.slot():
+    async with slots.slot(*own()):
         entered.set()
         await release.wait()
 
@@ -70,7 +75,7 @@ def test_waiters_get_slots_first_come_first_served() -> None:
         gates = [asyncio.Event() for _ in range(6)]
 
         async def upload(number: int) -> None:
-            async with slots.slot():
+            async with slots.slot(*own()):
                 order.append(number)
                 await gates[number].wait()
 
@@ -99,7 +104,7 @@ def test_past_the_wait_an_upload_is_refused_with_the_wait_as_retry_after() -> No
         holder = asyncio.create_task(hold(slots, entered, release))
         await entered.wait()
         with pytest.raises(ServiceUnavailable) as refused:
-            async with slots.slot():
+            async with slots.slot(*own()):
                 pytest.fail("no slot was free")
         assert refused.value.retry_after == 1  # whole seconds, rounded up
         assert "1 uploads at once already; none ended within 0.05 seconds" in str(
@@ -120,7 +125,7 @@ def test_without_a_wait_or_with_as_many_waiting_as_the_bound_the_refusal_is_at_o
         holder = asyncio.create_task(hold(no_wait, entered, release))
         await entered.wait()
         with pytest.raises(ServiceUnavailable) as refused:
-            async with no_wait.slot():
+            async with no_wait.slot(*own()):
                 pytest.fail("no slot was free")
         assert refused.value.retry_after == UPLOAD_RETRY_AFTER
         release.set()
@@ -133,10 +138,10 @@ def test_without_a_wait_or_with_as_many_waiting_as_the_bound_the_refusal_is_at_o
         waiter = asyncio.create_task(hold(slots, asyncio.Event(), release))
         await until(lambda: slots.waiting == 1, "one upload to wait")
         with pytest.raises(ServiceUnavailable) as full:
-            async with slots.slot():
+            async with slots.slot(*own()):
                 pytest.fail("the queue was full")
         assert full.value.retry_after == PATIENCE
-        assert "and 1 more wait for them" in str(full.value.problems[0].message)
+        assert "already, and 1 more uploads wait for slots" in str(full.value.problems[0].message)
         release.set()
         await asyncio.gather(holder, waiter)
         assert (slots.taken, slots.waiting) == (0, 0)
@@ -164,6 +169,105 @@ def test_a_waiter_that_leaves_keeps_no_slot_even_when_one_was_just_handed_to_it(
         handed.cancel()
         with pytest.raises(asyncio.CancelledError):
             await handed
+        assert (slots.taken, slots.waiting) == (0, 0)
+
+    asyncio.run(scenario())
+
+
+async def hold_file(
+    slots: UploadSlots, file: tuple[str, int], entered: asyncio.Event, release: asyncio.Event
+) -> None:
+    async with slots.slot(*file):
+        entered.set()
+        await release.wait()
+
+
+def test_one_file_is_received_by_one_upload_at_a_time() -> None:
+    """A second upload of a file waits for the first, with slots free; the uploads of other
+    files behind it do not wait for it."""
+
+    async def scenario() -> None:
+        slots = UploadSlots(4, wait=PATIENCE)
+        entered, release = asyncio.Event(), asyncio.Event()
+        first = asyncio.create_task(hold_file(slots, ("t", 0), entered, release))
+        await entered.wait()
+        again_in, again_release = asyncio.Event(), asyncio.Event()
+        again = asyncio.create_task(hold_file(slots, ("t", 0), again_in, again_release))
+        await until(lambda: slots.waiting == 1, "the same file's upload to wait")
+        other_in, other_release = asyncio.Event(), asyncio.Event()
+        other = asyncio.create_task(hold_file(slots, ("t", 1), other_in, other_release))
+        await other_in.wait()  # past the waiter: its file is free
+        assert not again_in.is_set() and (slots.taken, slots.waiting) == (2, 1)
+        release.set()
+        await again_in.wait()
+        await first
+        assert (slots.taken, slots.waiting) == (2, 0)
+        again_release.set()
+        other_release.set()
+        await asyncio.gather(again, other)
+        assert (slots.taken, slots.waiting) == (0, 0)
+
+    asyncio.run(scenario())
+
+
+def test_one_traceset_holds_at_most_half_the_slots() -> None:
+    """Past its share a traceset's upload waits; another traceset's takes a free slot
+    past it, and the share's next slot goes to the waiter."""
+
+    async def scenario() -> None:
+        slots = UploadSlots(4, wait=PATIENCE)
+        assert slots.per_traceset == 2
+        releases = [asyncio.Event() for _ in range(4)]
+        entered = [asyncio.Event() for _ in range(4)]
+        files = [("a", 0), ("a", 1), ("a", 2), ("b", 0)]
+        tasks = []
+        for number, file in enumerate(files[:3]):
+            tasks.append(
+                asyncio.create_task(hold_file(slots, file, entered[number], releases[number]))
+            )
+        await entered[0].wait()
+        await entered[1].wait()
+        await until(lambda: slots.waiting == 1, "the traceset's third upload to wait")
+        tasks.append(asyncio.create_task(hold_file(slots, files[3], entered[3], releases[3])))
+        await entered[3].wait()
+        assert not entered[2].is_set() and (slots.taken, slots.waiting) == (3, 1)
+        releases[0].set()
+        await entered[2].wait()
+        assert (slots.taken, slots.waiting) == (3, 0)
+        for release in releases:
+            release.set()
+        await asyncio.gather(*tasks)
+        assert (slots.taken, slots.waiting) == (0, 0)
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize(
+    ("held", "wanted", "why"),
+    [
+        ([("t", 0)], ("t", 0), "An upload of this file is in progress already"),
+        ([("t", 0), ("t", 1)], ("t", 2), "This traceset's uploads hold 2 of the service's 4"),
+    ],
+    ids=["same file", "traceset's share"],
+)
+def test_a_refusal_past_a_share_says_which(
+    held: list[tuple[str, int]], wanted: tuple[str, int], why: str
+) -> None:
+    async def scenario() -> None:
+        slots = UploadSlots(4, wait=0.05)
+        release = asyncio.Event()
+        holders = []
+        for file in held:
+            entered = asyncio.Event()
+            holders.append(asyncio.create_task(hold_file(slots, file, entered, release)))
+            await entered.wait()
+        with pytest.raises(ServiceUnavailable) as refused:
+            async with slots.slot(*wanted):
+                pytest.fail("the share was full")
+        assert why in refused.value.detail
+        assert "none ended within 0.05 seconds" in refused.value.detail
+        release.set()
+        await asyncio.gather(*holders)
         assert (slots.taken, slots.waiting) == (0, 0)
 
     asyncio.run(scenario())

@@ -21,7 +21,8 @@
 | ``TRACESETS_HEADER_TIMEOUT`` | ``20`` | seconds a client has to send a request's headers; then the connection is closed |
 | ``TRACESETS_KEEP_ALIVE`` | ``65`` | seconds an idle connection is kept open between requests (longer than clients' and proxies' own) |
 | ``TRACESETS_BODY_IDLE_TIMEOUT`` | ``60`` | seconds a request body may stop moving (408 beyond); also the age of a dead upload's temporary file before it is swept |
-| ``TRACESETS_MAX_CONCURRENT_UPLOADS`` | ``128`` | file uploads (signed PUTs) one process receives at once (beyond, a wait for a slot) |
+| ``TRACESETS_MIN_BODY_RATE`` | ``4096`` | bytes a second a request body must average over each body idle timeout it is waited for (408 beyond) |
+| ``TRACESETS_MAX_CONCURRENT_UPLOADS`` | ``128`` | file uploads (signed PUTs) one process receives at once (beyond, a wait for a slot); one traceset's at most half, one file's one |
 | ``TRACESETS_UPLOAD_WAIT`` | ``10`` | seconds an upload past that bound waits for a slot (503 after; ``0``: at once) |
 | ``TRACESETS_MAX_CONNECTIONS`` | from the open-file limit | requests one process serves at once (503 beyond); more idle connections are closed |
 | ``TRACESETS_INSPECT_IN_SERVICE`` | ``1`` | ``0``: service processes leave inspection to ``tracesets worker`` processes |
@@ -115,6 +116,7 @@ class Settings:
     header_timeout: int = 20
     keep_alive: int = 65
     body_idle_timeout: int = 60
+    min_body_rate: int = 4096
     max_concurrent_uploads: int = 128
     upload_wait: int = 10
     max_connections: int | None = None  # None: what the open-file limit allows
@@ -172,6 +174,7 @@ class Settings:
             header_timeout=_bounded(env, "TRACESETS_HEADER_TIMEOUT", 20, 1, 3600),
             keep_alive=_bounded(env, "TRACESETS_KEEP_ALIVE", 65, 1, 3600),
             body_idle_timeout=_bounded(env, "TRACESETS_BODY_IDLE_TIMEOUT", 60, 1, 3600),
+            min_body_rate=_bounded(env, "TRACESETS_MIN_BODY_RATE", 4096, 1, 1024 * MIB),
             max_concurrent_uploads=_positive_int(env, "TRACESETS_MAX_CONCURRENT_UPLOADS", 128),
             upload_wait=_bounded(env, "TRACESETS_UPLOAD_WAIT", 10, 0, 300),
             max_connections=_positive_int(env, "TRACESETS_MAX_CONNECTIONS", 0) or None,

@@ -72,7 +72,7 @@ async def read_through(arrival: BodyArrival | None) -> bytes:
     scope: dict[str, Any] = {"type": "http"}
     if arrival is not None:
         scope[BODY_ARRIVAL] = arrival
-    await IdleBodyTimeout(app, timeout=0)(scope, receive, send)
+    await IdleBodyTimeout(app, timeout=0, min_rate=1)(scope, receive, send)
     return read[0]
 
 

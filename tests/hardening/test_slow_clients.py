@@ -81,11 +81,13 @@ def is_problem(answer: Answer | None, status: int) -> Answer:
 
 @pytest.fixture(scope="module")
 def impatient(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    """Short timeouts, so a test sees them act."""
+    """Short timeouts, so a test sees them act; the body's pace at its least (a byte a
+    second), so a body that sent a little, then stops, is cut for the pause alone."""
     process = start(
         tmp_path_factory.mktemp("impatient"),
         TRACESETS_HEADER_TIMEOUT="1",
         TRACESETS_BODY_IDLE_TIMEOUT="1",
+        TRACESETS_MIN_BODY_RATE="1",
     )
     yield process
     process.stop()
@@ -176,12 +178,14 @@ def test_the_sweep_spares_a_live_uploads_file(impatient: ServerProcess) -> None:
 
 
 def test_uploads_past_the_bound_get_503_with_retry_after(tmp_path: Path) -> None:
-    """Past the bound an upload waits for a slot; none frees within the wait: 503."""
+    """Past the bound an upload waits for a slot; none frees within the wait: 503. (The
+    uploads holding the slots are of two tracesets: one may hold only half of them.)"""
     server = start(tmp_path, TRACESETS_MAX_CONCURRENT_UPLOADS="2", TRACESETS_UPLOAD_WAIT="1")
     try:
         _, urls = put_urls(server, 4)
+        _, [other] = put_urls(server, 1)
         holders = []
-        for url in urls[:2]:
+        for url in (urls[0], other):
             holders.append(stalled("PUT", url, length=1000, sent=b"x"))
             wait_for(lambda: len(temporary_files(server)) == len(holders), "an upload in progress")
         refused = httpx.put(urls[2], content=b"x" * 1000, timeout=60)

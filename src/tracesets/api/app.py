@@ -206,13 +206,13 @@ def telemetry(environ: Mapping[str, str]) -> TelemetryConfig:
     return {"tracing": on, "metrics": on, "logs": on}
 
 
-def _serve_hot_routes_in_front(app: FastAPI, body_timeout: float) -> None:
+def _serve_hot_routes_in_front(app: FastAPI, body_timeout: float, min_body_rate: int) -> None:
     """Have the app's stack, once built, pass the hot routes' requests to a ``HotFront``."""
     build = app.build_middleware_stack
 
     def build_with_front() -> ASGIApp:
         stack = build()
-        front.install(stack, app.router, app.exception_handlers, body_timeout)  # type: ignore[arg-type]
+        front.install(stack, app.router, app.exception_handlers, body_timeout, min_body_rate)  # type: ignore[arg-type]
         return stack
 
     app.build_middleware_stack = build_with_front  # type: ignore[method-assign]
@@ -268,7 +268,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.rate_limiter = RateLimiter(settings.rate_limit, settings.rate_burst)
     app.state.upload_slots = UploadSlots(settings.max_concurrent_uploads, settings.upload_wait)
-    app.add_middleware(IdleBodyTimeout, timeout=settings.body_idle_timeout)
+    app.add_middleware(
+        IdleBodyTimeout, timeout=settings.body_idle_timeout, min_rate=settings.min_body_rate
+    )
     app.include_router(access.router)
     app.include_router(routes.router)
     app.include_router(blobs.router)
@@ -282,6 +284,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     _install_error_handlers(app)
     app.add_middleware(CompressAnswers)
     if not observed["tracing"]:
-        _serve_hot_routes_in_front(app, settings.body_idle_timeout)
+        _serve_hot_routes_in_front(app, settings.body_idle_timeout, settings.min_body_rate)
     app.openapi = lambda: openapi.build(app)  # type: ignore[method-assign]
     return app

@@ -41,6 +41,7 @@ class HotFront:
         router: Router,
         handlers: Mapping[Any, Handler],
         body_timeout: float,
+        min_body_rate: int,
     ) -> None:
         self.app = app
         self.router = router
@@ -50,8 +51,10 @@ class HotFront:
         self._templated = [route for route in hot if route.param_convertors]
         self._status_handlers = {k: v for k, v in handlers.items() if isinstance(k, int)}
         self._handlers = {k: v for k, v in handlers.items() if isinstance(k, type)}
-        self._as_stored = IdleBodyTimeout(self._serve, timeout=body_timeout)
-        self._varying = IdleBodyTimeout(partial(self._serve, vary=True), timeout=body_timeout)
+        self._as_stored = IdleBodyTimeout(self._serve, body_timeout, min_body_rate)
+        self._varying = IdleBodyTimeout(
+            partial(self._serve, vary=True), body_timeout, min_body_rate
+        )
         self._compressed = compressing(self._as_stored)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -112,8 +115,12 @@ class HotFront:
 
 
 def install(
-    stack: ASGIApp, router: Router, handlers: Mapping[Any, Handler], timeout: float
+    stack: ASGIApp,
+    router: Router,
+    handlers: Mapping[Any, Handler],
+    timeout: float,
+    min_body_rate: int,
 ) -> None:
     """Put a ``HotFront`` just inside ``stack``, the app's error layer."""
     assert isinstance(stack, ServerErrorMiddleware)
-    stack.app = HotFront(stack.app, router, handlers, timeout)
+    stack.app = HotFront(stack.app, router, handlers, timeout, min_body_rate)

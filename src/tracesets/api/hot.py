@@ -119,7 +119,7 @@ async def upload_file(request: Request) -> Response:
     expires, signature = query.get("expires"), query.get("signature")
     signed = transfers.verify("PUT", traceset_id, index, expires, signature)
     slots: UploadSlots = request.app.state.upload_slots
-    async with slots.slot():
+    async with slots.slot(signed.traceset_id, signed.idx):
         await transfers.receive(signed, request.stream())
     return render.json_response({"received": True})
 
