@@ -69,9 +69,11 @@ _NOT_HERE: dict[int | str, dict[str, Any]] = {
     "the declared size and, where a sha256 was declared, the digest matches; otherwise 400 and "
     "nothing is kept. Sending the same bytes again is harmless. Once the traceset is "
     "complete its bytes are fixed: other bytes answer 409 and are not kept, even when their "
-    "upload began before `complete`. A body that stops arriving is cut (408). Past the "
-    "uploads one process receives at once, an upload waits a few seconds for one to end "
-    "(its body unread), then gets 503 with Retry-After.",
+    "upload began before `complete`. A body that stops arriving, or arrives slower than "
+    "the service's minimum rate, is cut (408). Past the uploads one process receives at "
+    "once, or past its share of them (one upload of a file at a time, a traceset's at most "
+    "half), an upload waits a few seconds for one to end (its body unread), then gets 503 "
+    "with Retry-After.",
     responses={
         200: {"description": "The file arrived whole."},
         **errors(400, 403, 408, 409, 503),
