@@ -104,7 +104,7 @@ def test_another_size_is_refused_unread_and_removed(store: tuple[S3BlobStore, li
     called.clear()
     with pytest.raises(UploadIncomplete, match=f"arrived with {len(DATA) + 1:,} bytes"):
         s3.finish_upload("t1/0", size=len(DATA), sha256=SHA256, upload_id=None)
-    assert called == ["GetObject", "DeleteObjects"]
+    assert called == ["GetObject", "DeleteObject"]
     assert stored_keys(s3) == []
 
 
@@ -112,3 +112,68 @@ def test_a_missing_object_has_not_been_received(store: tuple[S3BlobStore, list[s
     s3, _ = store
     with pytest.raises(UploadIncomplete, match="has not been received"):
         s3.finish_upload("t1/0", size=len(DATA), sha256=SHA256, upload_id=None)
+
+
+def swap_in_at_removal(s3: S3BlobStore, data: bytes) -> Any:
+    """Before the store's first delete: the object it checked is removed and ``data`` sent
+    in its place (another ``complete`` removed it, then the client sent the right bytes)."""
+    other = boto3.client("s3", region_name="us-east-1")
+
+    def right_bytes_race_in(model: Any, **_: Any) -> None:
+        if model.name.startswith("DeleteObject"):
+            s3.s3.meta.events.unregister("before-call.s3", right_bytes_race_in)
+            other.delete_object(Bucket=BUCKET, Key="ts/t1/0")
+            other.put_object(Bucket=BUCKET, Key="ts/t1/0", Body=data, IfNoneMatch="*")
+
+    s3.s3.meta.events.register("before-call.s3", right_bytes_race_in)
+    return other
+
+
+@pytest.mark.parametrize(
+    "wrong", [bytes(reversed(DATA)), DATA + b"!"], ids=["other bytes", "another size"]
+)
+def test_bytes_that_arrived_after_the_check_are_never_removed(
+    store: tuple[S3BlobStore, list[str]], wrong: bytes
+) -> None:
+    s3, _ = store
+    put(s3, wrong)
+    other = swap_in_at_removal(s3, DATA)
+    with pytest.raises(UploadIncomplete, match=r"arrived with .* other bytes have arrived since"):
+        s3.finish_upload("t1/0", size=len(DATA), sha256=SHA256, upload_id=None)
+    assert other.get_object(Bucket=BUCKET, Key="ts/t1/0")["Body"].read() == DATA
+    checked = s3.finish_upload("t1/0", size=len(DATA), sha256=SHA256, upload_id=None)
+    assert checked.sha256 == SHA256
+
+
+@pytest.mark.parametrize("raced", [False, True], ids=["alone", "right bytes raced in"])
+def test_parts_of_other_bytes_are_removed_only_while_there(
+    store: tuple[S3BlobStore, list[str]], raced: bool
+) -> None:
+    """Parts sent without their digests, read back at ``complete``: the joined object of
+    other bytes goes, unless the right bytes replaced it after the check."""
+    s3, _ = store
+    large = DATA * (6 * 1024 * 1024 // len(DATA))
+    sha256 = hashlib.sha256(large).hexdigest()
+    plan = s3.plan_upload("t1/0", size=len(large), sha256=sha256, base_url="http://unused")
+    assert plan.upload_id is not None and plan.part_size is not None and plan.parts
+    wrong = bytes(reversed(large))
+    for part in plan.parts:
+        start = (part.part_number - 1) * plan.part_size
+        s3.s3.upload_part(
+            Bucket=BUCKET,
+            Key="ts/t1/0",
+            UploadId=plan.upload_id,
+            PartNumber=part.part_number,
+            Body=wrong[start : start + part.size],
+        )
+    if raced:
+        swap_in_at_removal(s3, large)
+    with pytest.raises(
+        UploadIncomplete, match=f"arrived with sha256 {hashlib.sha256(wrong).hexdigest()}"
+    ):
+        s3.finish_upload("t1/0", size=len(large), sha256=sha256, upload_id=plan.upload_id)
+    if raced:
+        checked = s3.finish_upload("t1/0", size=len(large), sha256=sha256, upload_id=None)
+        assert checked.sha256 == sha256
+    else:
+        assert stored_keys(s3) == []
