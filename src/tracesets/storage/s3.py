@@ -17,7 +17,10 @@ and S3 keeps the composite checksum of the joined object (the SHA-256 of the par
 digests). ``finish_upload`` checks every object before the traceset is ready: the size
 always; the sha256 from S3's own checksum where it kept a whole-object one; for parts,
 S3's composite against the declared parts' (no byte read); else by reading the object
-back (undeclared parts, or S3-compatible stores that do not check checksums).
+back (undeclared parts, or S3-compatible stores that do not check checksums). An object
+found wrong is removed, if it is still the one checked (a delete conditional on its
+ETag), so that the right bytes can be sent: a store that checks no signed checksum keeps
+wrong bytes, which ``If-None-Match: *`` would otherwise guard forever.
 """
 
 from __future__ import annotations
