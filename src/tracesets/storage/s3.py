@@ -17,7 +17,10 @@ and S3 keeps the composite checksum of the joined object (the SHA-256 of the par
 digests). ``finish_upload`` checks every object before the traceset is ready: the size
 always; the sha256 from S3's own checksum where it kept a whole-object one; for parts,
 S3's composite against the declared parts' (no byte read); else by reading the object
-back (undeclared parts, or S3-compatible stores that do not check checksums).
+back (undeclared parts, or S3-compatible stores that do not check checksums). An object
+found wrong is removed, if it is still the one checked (a delete conditional on its
+ETag), so that the right bytes can be sent: a store that checks no signed checksum keeps
+wrong bytes, which ``If-None-Match: *`` would otherwise guard forever.
 """
 
 from __future__ import annotations
@@ -44,8 +47,10 @@ from tracesets.storage.s3_objects import (
     S3Source,
     b64_sha256,
     composite_sha256,
+    error_code,
     is_missing,
     part_size_for,
+    remove_if_unchanged,
     stored_sha256,
 )
 from tracesets.uploadrequest import PartDigests
@@ -273,7 +278,8 @@ class S3BlobStore:
         if upload_id is not None:
             self.parts.join(self._key(key), size, upload_id, digests)
         head = self._received(self.s3.head_object, key)
-        self._check_size(key, int(head["ContentLength"]), size)
+        etag = str(head["ETag"])
+        self._check_size(key, int(head["ContentLength"]), size, etag)
         # Joined from parts by an earlier complete (a whole-object checksum is a single PUT's).
         if (
             digests is None
@@ -289,9 +295,9 @@ class S3BlobStore:
         if checked is None and (digest := stored_sha256(head)) is not None:
             checked, how = Checked(digest, "s3-sha256", checksum), "S3's whole-object SHA-256"
         if checked is None:
-            digest = self._read_sha256(key)
+            digest = self._read_sha256(key, etag)
             checked, how = Checked(digest, "sha256", digest), f"reading its {size:,} bytes back"
-        return self._as_declared(key, checked, sha256, how)
+        return self._as_declared(key, checked, sha256, how, etag)
 
     def _finish_single(self, key: str, size: int, sha256: str | None) -> Checked:
         """A file of one PUT, in one request: a GET answers its size and any checksum S3
@@ -299,9 +305,9 @@ class S3BlobStore:
         stands for a HEAD and then a read back, which a store that keeps no checksum of a
         presigned PUT (moto) would otherwise answer for every file of a traceset."""
         got = self._received(self.s3.get_object, key)
-        body = got["Body"]
+        body, etag = got["Body"], str(got["ETag"])
         try:
-            self._check_size(key, int(got["ContentLength"]), size)
+            self._check_size(key, int(got["ContentLength"]), size, etag)
             checksum = str(got.get("ChecksumSHA256") or "")
             if (digest := stored_sha256(got)) is not None:
                 checked = Checked(digest, "s3-sha256", checksum)
@@ -311,7 +317,7 @@ class S3BlobStore:
                 checked, how = Checked(digest, "sha256", digest), f"reading its {size:,} bytes"
         finally:
             body.close()
-        return self._as_declared(key, checked, sha256, how)
+        return self._as_declared(key, checked, sha256, how, etag)
 
     def _received(self, call: Callable[..., dict[str, Any]], key: str) -> dict[str, Any]:
         """``call`` (``head_object``, ``get_object``) of ``key`` with S3's checksums;
@@ -323,20 +329,32 @@ class S3BlobStore:
                 raise UploadIncomplete("has not been received") from None
             raise
 
-    def _check_size(self, key: str, stored: int, size: int) -> None:
+    def _check_size(self, key: str, stored: int, size: int, etag: str) -> None:
         if stored != size:
-            self._delete_keys([self._key(key)])
-            raise UploadIncomplete(f"arrived with {stored:,} bytes; it was declared with {size:,}")
+            raise self._removed(
+                key, etag, f"arrived with {stored:,} bytes; it was declared with {size:,}"
+            )
 
-    def _as_declared(self, key: str, checked: Checked, sha256: str | None, how: str) -> Checked:
+    def _as_declared(
+        self, key: str, checked: Checked, sha256: str | None, how: str, etag: str
+    ) -> Checked:
         """``checked``, once its digest is the declared one; else the object goes."""
         log.info("checked %s: size, and sha256 by %s", self._key(key), how)
         if sha256 is not None and checked.sha256 != sha256:
-            self._delete_keys([self._key(key)])
-            raise UploadIncomplete(
-                f"arrived with sha256 {checked.sha256}; it was declared with {sha256}"
+            raise self._removed(
+                key, etag, f"arrived with sha256 {checked.sha256}; it was declared with {sha256}"
             )
         return checked
+
+    def _removed(self, key: str, etag: str, why: str) -> UploadIncomplete:
+        """Why the object checked (``etag``) is not the file, once it is removed: while it
+        stays, every PUT of the right bytes gets 412 (``If-None-Match: *``), and a store
+        that checks no signed checksum (moto, some S3-compatible ones) keeps wrong bytes.
+        Only that object goes: right bytes that replaced it since are left for the next
+        ``complete`` to check."""
+        if remove_if_unchanged(self.s3, self.location.bucket, self._key(key), etag):
+            return UploadIncomplete(why)
+        return UploadIncomplete(f"{why}; other bytes have arrived since, to be checked again")
 
     def _parts_sha256(
         self, key: str, head: Mapping[str, Any], sha256: str | None, digests: PartDigests | None
@@ -356,17 +374,23 @@ class S3BlobStore:
         expected = composite_sha256(digests.sha256)
         # S3 answers "DIGEST-N"; some S3-compatible stores (moto) leave "-N" out.
         if checksum not in (expected, expected.rsplit("-", 1)[0]):
-            self._delete_keys([self._key(key)])
-            raise UploadIncomplete(
+            raise self._removed(
+                key,
+                str(head["ETag"]),
                 f"arrived with other parts than the declared ones (S3's checksum {checksum}, "
-                f"the declared parts' {expected})"
+                f"the declared parts' {expected})",
             )
         return sha256
 
-    def _read_sha256(self, key: str) -> str:
-        return _sha256_of(
-            self.s3.get_object(Bucket=self.location.bucket, Key=self._key(key))["Body"]
-        )
+    def _read_sha256(self, key: str, etag: str) -> str:
+        """The SHA-256 of the object whose size was checked (``etag``), read back."""
+        try:
+            got = self.s3.get_object(Bucket=self.location.bucket, Key=self._key(key), IfMatch=etag)
+        except ClientError as exc:
+            if error_code(exc) != "PreconditionFailed" and not is_missing(exc):
+                raise
+            raise UploadIncomplete("was replaced while it was checked; complete again") from None
+        return _sha256_of(got["Body"])
 
     # -- downloads, cleanup -----------------------------------------------------------------
 

@@ -89,6 +89,24 @@ def is_missing(error: ClientError) -> bool:
     return error_code(error) in {"404", "NoSuchKey", "NoSuchUpload", "NotFound"}
 
 
+def remove_if_unchanged(s3: Any, bucket: str, key: str, etag: str) -> bool:
+    """Remove the object at ``key`` if it is still the one of ``etag`` (a conditional
+    delete, ``If-Match``); False when other bytes are there now, which are left alone.
+
+    A check found the object wrong, then another removed it and the right bytes came
+    (``If-None-Match: *`` lets them in once the key is empty): a plain delete here would
+    take those. Gone already counts as removed.
+    """
+    try:
+        s3.delete_object(Bucket=bucket, Key=key, IfMatch=etag)
+    except ClientError as exc:
+        if error_code(exc) in {"PreconditionFailed", "ConditionalRequestConflict"}:
+            return False
+        if not is_missing(exc):
+            raise
+    return True
+
+
 def joined_part(number: int, etag: str, digests: PartDigests | None) -> dict[str, Any]:
     """One part of CompleteMultipartUpload; an upload with checksums names each part's."""
     part: dict[str, Any] = {"PartNumber": number, "ETag": etag}
