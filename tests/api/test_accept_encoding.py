@@ -45,7 +45,7 @@ def gzipped(api: httpx.Client, method: str, path: str, accept: str, **kw: Any) -
         raw = b"".join(answer.iter_raw())
     assert answer.status_code < 300, raw[:300]
     assert "Accept-Encoding" in answer.headers.get_list("vary")
-    coding = answer.headers.get("content-encoding")
+    coding: str | None = answer.headers.get("content-encoding")
     assert coding in (None, "gzip")
     if coding == "gzip":
         assert gzip.decompress(raw).startswith(b"{")
