@@ -24,6 +24,7 @@ from tracesets.service.core import (
     utcnow,
 )
 from tracesets.service.cursors import CursorKind, decode_cursor, encode_cursor
+from tracesets.service.joined import FAILURE_PREFIX
 from tracesets.service.uploads import Uploads
 from tracesets.storage.base import blob_key
 from tracesets.vocabulary import (
@@ -42,16 +43,35 @@ NOT_FINISHED: Final = (
 )
 
 
+#: Promotion's warning when the traces could not be inspected (the store failed to give
+#: their bytes, every attempt): what they say is not among the warnings, and never will be.
+FAILED: Final = (
+    "The traces' inspection failed, so what they say against the declared rank count is "
+    "not among these warnings: {why}"
+)
+#: The most of the failure's reason FAILED quotes: a store's error can be long.
+WHY_CHARS: Final = 300
+
+
 def inspection_warnings(traceset: Traceset) -> list[str]:
     """The disagreements a finished inspection found (for promotion's warnings), or that
-    it has not finished."""
+    it has not finished, or that it failed and why."""
     inspection = traceset.inspection
     if inspection is not None and inspection.status in ("pending", "running"):
         return [NOT_FINISHED]
+    if inspection is not None and inspection.status == "failed":
+        return [FAILED.format(why=_failure(inspection.result))]
     if inspection is None or inspection.status != "done" or inspection.result is None:
         return []
     warnings: list[str] = orjson.loads(inspection.result)["warnings"]
     return warnings
+
+
+def _failure(result: bytes | None) -> str:
+    """The reason a failed inspection recorded, briefly."""
+    stored: list[str] = orjson.loads(result)["warnings"] if result is not None else []
+    why = "; ".join(w.removeprefix(FAILURE_PREFIX) for w in stored) or "no reason recorded"
+    return why if len(why) <= WHY_CHARS else why[: WHY_CHARS - 1] + "…"
 
 
 class TracesetService(Uploads, Completion):
