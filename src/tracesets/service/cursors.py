@@ -3,8 +3,9 @@
 A cursor is ``<kind>:<number>`` in unpadded URL-safe base64. The kind says which route
 made it, so a cursor of one route given to another is refused rather than misread (a list
 cursor holds a traceset's sequence number, a ranks cursor a position: either read as the
-other pages from the wrong place). The number is bounded to a signed 64-bit integer, the
-most SQLite and PostgreSQL bind: past it, a query would fail instead of answering 400.
+other pages from the wrong place). The number is bounded by the column it is compared
+with (a sequence number is a signed 64-bit integer, a file's index or a trace's position
+a 32-bit one on PostgreSQL): past it, the query would fail instead of answering 400.
 """
 
 from __future__ import annotations
@@ -12,12 +13,9 @@ from __future__ import annotations
 import base64
 import binascii
 from enum import StrEnum
-from typing import Final, NoReturn
+from typing import NoReturn
 
 from tracesets.problems import InvalidRequest, Problem
-
-#: The largest number a cursor holds: a signed 64-bit integer's, what both databases bind.
-CURSOR_MAX: Final = 2**63 - 1
 
 
 class CursorKind(StrEnum):
@@ -31,6 +29,11 @@ class CursorKind(StrEnum):
     UPLOADS = "u1"
     #: A traceset's per-rank figures (GET …/ranks).
     RANKS = "r1"
+
+    @property
+    def most(self) -> int:
+        """The largest number its cursor holds: its column's largest value."""
+        return 2**63 - 1 if self is CursorKind.LIST else 2**31 - 1
 
 
 def encode_cursor(kind: CursorKind, number: int) -> str:
@@ -54,8 +57,8 @@ def decode_cursor(cursor: str, kind: CursorKind) -> int:
             )
     if tag != kind.value or not (digits.isascii() and digits.isdigit()):
         _refuse(cursor, "cursor is not one this service handed out; use nextCursor as given")
-    if int(digits) > CURSOR_MAX:
-        _refuse(cursor, f"cursor is out of range (0 to {CURSOR_MAX})")
+    if int(digits) > kind.most:
+        _refuse(cursor, f"cursor is out of range (0 to {kind.most})")
     return int(digits)
 
 
