@@ -1,4 +1,4 @@
-"""Promotion's warnings while the traces are still being read say so."""
+"""Promotion's warnings while the traces are still being read, or could not be, say so."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import orjson
 import pytest
 
 from tracesets.records import InspectionRecord, Traceset
-from tracesets.service.catalog import NOT_FINISHED, inspection_warnings
+from tracesets.service.catalog import FAILED, NOT_FINISHED, WHY_CHARS, inspection_warnings
+from tracesets.service.joined import FAILURE_PREFIX
 
 
 def _traceset(inspection: InspectionRecord | None) -> Traceset:
@@ -31,3 +32,12 @@ def test_a_finished_inspection_gives_its_warnings() -> None:
         "6 of 8 declared ranks have no trace: 2-7."
     ]
     assert inspection_warnings(_traceset(None)) == []
+
+
+def test_a_failed_inspection_is_a_warning_saying_why_briefly() -> None:
+    result = orjson.dumps({"warnings": [FAILURE_PREFIX + "rank0.json: " + "x" * 1_000]})
+    [warning] = inspection_warnings(_traceset(InspectionRecord("failed", result)))
+    assert warning.startswith(FAILED.format(why="rank0.json: x"))
+    assert len(warning) < len(FAILED) + WHY_CHARS and warning.endswith("…")
+    [unknown] = inspection_warnings(_traceset(InspectionRecord("failed", None)))
+    assert unknown == FAILED.format(why="no reason recorded")

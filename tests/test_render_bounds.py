@@ -15,7 +15,7 @@ from tracesets.api import render
 from tracesets.inspection import FileFinding, summarize
 from tracesets.inspection.report import result_json
 from tracesets.records import InspectionRecord, StoredFile, Traceset
-from tracesets.service.core import decode_cursor
+from tracesets.service.cursors import CursorKind, decode_cursor
 from tracesets.service.targets import UploadTarget
 from tracesets.storage.base import PartTarget, UploadPlan
 
@@ -72,7 +72,7 @@ def test_one_traceset_with_its_inspection_stays_under_8_mib() -> None:
     got = orjson.loads(answer)
     assert got["fileCount"] == 10_000 and got["fileBytes"] == 10_000 * 5 * 1024**4
     assert 0 < len(got["files"]) < 1_000
-    assert decode_cursor(got["filesNextCursor"], "f1") == len(got["files"])
+    assert decode_cursor(got["filesNextCursor"], CursorKind.FILES) == len(got["files"])
     inspection = got["inspection"]
     assert inspection["truncated"] is True
     assert inspection["missingRankCount"] == orjson.loads(record.result)["missingRankCount"]
@@ -90,7 +90,7 @@ def test_paging_the_worst_files_visits_each_once_and_each_page_is_bounded() -> N
         seen += [int(f["name"][:5]) for f in body["items"]]
         if body["nextCursor"] is None:
             break
-        start = decode_cursor(body["nextCursor"], "f1")
+        start = decode_cursor(body["nextCursor"], CursorKind.FILES)
     assert seen == list(range(10_000))
 
 
@@ -137,7 +137,7 @@ def test_upload_answers_stop_within_their_bound_and_say_where_the_status_goes_on
     assert 1 <= len(got["uploads"]) < len(targets)
     assert all(len(entry["parts"]) == 1_000 for entry in got["uploads"])
     left = targets[len(got["uploads"])]
-    assert decode_cursor(got["uploadsNextCursor"], "f1") == left.idx
+    assert decode_cursor(got["uploadsNextCursor"], CursorKind.UPLOADS) == left.idx
     # An ordinary answer keeps the contract's shape: every entry, no cursor.
     few = orjson.loads(orjson.dumps(render.upload_targets("t", targets[:3])))
     assert [e["name"] for e in few["uploads"]] == ["rank0.json", "rank1.json", "rank2.json"]

@@ -17,7 +17,6 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.telemetry import TelemetryConfig
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
-from starlette.routing import Match
 from starlette.types import ASGIApp
 
 from tracesets import web
@@ -29,6 +28,7 @@ from tracesets.api.guards import (
     IdleBodyTimeout,
     UploadSlots,
 )
+from tracesets.api.methods import allowed_methods, own_concrete_paths
 from tracesets.db.engine import Database
 from tracesets.problems import (
     InvalidRequest,
@@ -139,18 +139,6 @@ def _validation_problems(exc: RequestValidationError) -> list[Problem]:
     return problems or [Problem("", None, "The request is invalid")]
 
 
-def _allowed_methods(request: Request) -> list[str]:
-    """Every method some route answers at the request's path (for a 405's Allow)."""
-    routes = request.app.router.routes
-    return [
-        method
-        for method in ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
-        if any(
-            route.matches({**request.scope, "method": method})[0] == Match.FULL for route in routes
-        )
-    ]
-
-
 def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(TracesetsError)
     async def on_tracesets_error(_: Request, exc: TracesetsError) -> Response:
@@ -185,7 +173,7 @@ def _install_error_handlers(app: FastAPI) -> None:
         slug = detail.lower().replace(" ", "-")
         headers = dict(exc.headers or {})
         if exc.status_code == 405:  # Starlette names only the first matching route's methods
-            headers["Allow"] = ", ".join(_allowed_methods(request))
+            headers["Allow"] = ", ".join(allowed_methods(request.app.router.routes, request.scope))
         return render.problem(exc.status_code, slug, detail, detail, headers=headers)
 
     @app.exception_handler(ClientDisconnect)
@@ -281,6 +269,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def healthz() -> Health:
         return Health(status="ok")
 
+    own_concrete_paths(app.router.routes)
     _install_error_handlers(app)
     app.add_middleware(CompressAnswers)
     if not observed["tracing"]:

@@ -26,7 +26,7 @@ from starlette.responses import Response
 from starlette.routing import Match, Router
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from tracesets.api.compression import VARY, accepts_gzip, compressing, is_file_route
+from tracesets.api.compression import VARY, Codings, is_file_route
 from tracesets.api.guards import IdleBodyTimeout
 from tracesets.api.hot import HotRoute
 
@@ -52,10 +52,8 @@ class HotFront:
         self._status_handlers = {k: v for k, v in handlers.items() if isinstance(k, int)}
         self._handlers = {k: v for k, v in handlers.items() if isinstance(k, type)}
         self._as_stored = IdleBodyTimeout(self._serve, body_timeout, min_body_rate)
-        self._varying = IdleBodyTimeout(
-            partial(self._serve, vary=True), body_timeout, min_body_rate
-        )
-        self._compressed = compressing(self._as_stored)
+        varying = IdleBodyTimeout(partial(self._serve, vary=True), body_timeout, min_body_rate)
+        self._codings = Codings.of(self._as_stored, varying)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and not scope.get("root_path"):
@@ -74,7 +72,7 @@ class HotFront:
         """The endpoint as ``CompressAnswers`` would serve it, behind the body timer."""
         if is_file_route(scope):
             return self._as_stored
-        return self._compressed if accepts_gzip(scope) else self._varying
+        return self._codings.serving(scope)
 
     async def _serve(
         self, scope: Scope, receive: Receive, send: Send, *, vary: bool = False

@@ -21,7 +21,8 @@ from tracesets import jsontext
 from tracesets.inspection.report import empty_json
 from tracesets.problems import Problem, TracesetsError
 from tracesets.records import InspectionRecord, ListedTraceset, StoredFile, Traceset, TracesetHead
-from tracesets.service.core import Page, encode_cursor, encode_file_cursor
+from tracesets.service.core import Page
+from tracesets.service.cursors import CursorKind, encode_cursor
 from tracesets.service.targets import UploadStatus, UploadTarget
 from tracesets.vocabulary import FILES_PAGE_MAX
 
@@ -113,7 +114,7 @@ def files_page(
         entry = _file(f)
         used += len(entry) + 1
         if len(shown) == limit or (shown and used > FILES_PAGE_BYTES):
-            return shown, encode_file_cursor(f.idx)
+            return shown, encode_cursor(CursorKind.FILES, f.idx)
         shown.append(orjson.Fragment(entry))
     return shown, None
 
@@ -222,7 +223,7 @@ def upload_targets(traceset_id: str, uploads: Sequence[UploadTarget]) -> dict[st
             return {
                 "tracesetId": traceset_id,
                 "uploads": shown,
-                "uploadsNextCursor": encode_file_cursor(rest),
+                "uploadsNextCursor": encode_cursor(CursorKind.UPLOADS, rest),
             }
         shown.append(orjson.Fragment(entry))
     return {"tracesetId": traceset_id, "uploads": shown}
@@ -234,7 +235,9 @@ def upload_status(status: UploadStatus) -> dict[str, Any]:
         "status": status.traceset.status,
         "received": status.received,
         "uploads": [upload_target(u) for u in status.uploads],
-        "nextCursor": None if status.next_idx is None else encode_file_cursor(status.next_idx),
+        "nextCursor": None
+        if status.next_idx is None
+        else encode_cursor(CursorKind.UPLOADS, status.next_idx),
     }
 
 
@@ -247,7 +250,10 @@ def page(p: Page) -> dict[str, Any]:
         item = orjson.dumps(listed(t))
         used += len(item) + 1
         if shown and used > LIST_PAGE_BYTES:
-            return {"items": shown, "nextCursor": encode_cursor(p.items[before - 1].seq)}
+            return {
+                "items": shown,
+                "nextCursor": encode_cursor(CursorKind.LIST, p.items[before - 1].seq),
+            }
         shown.append(orjson.Fragment(item))
     return {"items": shown, "nextCursor": p.next_cursor}
 

@@ -19,12 +19,12 @@ from tracesets.service.completion import Completion
 from tracesets.service.core import (
     ANSWER_FILES,
     Page,
-    decode_cursor,
-    encode_cursor,
     not_found,
     parse_body,
     utcnow,
 )
+from tracesets.service.cursors import CursorKind, decode_cursor, encode_cursor
+from tracesets.service.joined import FAILURE_PREFIX
 from tracesets.service.uploads import Uploads
 from tracesets.storage.base import blob_key
 from tracesets.vocabulary import (
@@ -43,16 +43,35 @@ NOT_FINISHED: Final = (
 )
 
 
+#: Promotion's warning when the traces could not be inspected (the store failed to give
+#: their bytes, every attempt): what they say is not among the warnings, and never will be.
+FAILED: Final = (
+    "The traces' inspection failed, so what they say against the declared rank count is "
+    "not among these warnings: {why}"
+)
+#: The most of the failure's reason FAILED quotes: a store's error can be long.
+WHY_CHARS: Final = 300
+
+
 def inspection_warnings(traceset: Traceset) -> list[str]:
     """The disagreements a finished inspection found (for promotion's warnings), or that
-    it has not finished."""
+    it has not finished, or that it failed and why."""
     inspection = traceset.inspection
     if inspection is not None and inspection.status in ("pending", "running"):
         return [NOT_FINISHED]
+    if inspection is not None and inspection.status == "failed":
+        return [FAILED.format(why=_failure(inspection.result))]
     if inspection is None or inspection.status != "done" or inspection.result is None:
         return []
     warnings: list[str] = orjson.loads(inspection.result)["warnings"]
     return warnings
+
+
+def _failure(result: bytes | None) -> str:
+    """The reason a failed inspection recorded, briefly."""
+    stored: list[str] = orjson.loads(result)["warnings"] if result is not None else []
+    why = "; ".join(w.removeprefix(FAILURE_PREFIX) for w in stored) or "no reason recorded"
+    return why if len(why) <= WHY_CHARS else why[: WHY_CHARS - 1] + "…"
 
 
 class TracesetService(Uploads, Completion):
@@ -63,31 +82,33 @@ class TracesetService(Uploads, Completion):
     ) -> tuple[list[str], str | None]:
         """A page of the traceset's per-rank figures (JSON texts) in rank order, and the
         cursor of the next page."""
-        after = decode_cursor(cursor) - 1 if cursor is not None else -1
+        after = decode_cursor(cursor, CursorKind.RANKS) - 1 if cursor is not None else -1
         traceset = self.get(workspace, traceset_id)
         with self.db.read() as conn:
             rows = queries.rank_figures(conn, seq=traceset.seq, after=after, limit=limit + 1)
         if len(rows) > limit:
-            return [figures for _, figures in rows[:limit]], encode_cursor(rows[limit - 1][0] + 1)
+            return [figures for _, figures in rows[:limit]], encode_cursor(
+                CursorKind.RANKS, rows[limit - 1][0] + 1
+            )
         return [figures for _, figures in rows], None
 
     def list_page(
         self, workspace: str, where: ListFilter, *, limit: int, cursor: str | None
     ) -> Page:
-        before = decode_cursor(cursor) if cursor is not None else None
+        before = decode_cursor(cursor, CursorKind.LIST) if cursor is not None else None
         with self.db.read() as conn:
             items = listing.list_tracesets(
                 conn, workspace=workspace, where=where, limit=limit + 1, before_seq=before
             )
         if len(items) > limit:
-            return Page(items[:limit], encode_cursor(items[limit - 1].seq))
+            return Page(items[:limit], encode_cursor(CursorKind.LIST, items[limit - 1].seq))
         return Page(items, None)
 
     def files_from(
         self, workspace: str, traceset_id: str, *, cursor: str | None, limit: int
     ) -> list[StoredFile]:
         """Up to ``limit`` files from the cursor on, in index order (the route cuts the page)."""
-        start = decode_cursor(cursor, "f1") if cursor is not None else 0
+        start = decode_cursor(cursor, CursorKind.FILES) if cursor is not None else 0
         with self.db.read() as conn:
             head = queries.get_head(conn, workspace=workspace, traceset_id=traceset_id)
             if head is None:

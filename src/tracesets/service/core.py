@@ -1,4 +1,4 @@
-"""What every use case stands on: the service's state, reading one traceset, cursors.
+"""What every use case stands on: the service's state, reading one traceset.
 
 No HTTP here, and no knowledge of where bytes live: routes parse and render, the
 ``BlobStore`` holds the files, the use cases decide. Every use case that reads, checks
@@ -9,8 +9,6 @@ outside database transactions, so they hold no lock.
 
 from __future__ import annotations
 
-import base64
-import binascii
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -43,34 +41,6 @@ class Page:
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
-
-
-def encode_cursor(seq: int) -> str:
-    return base64.urlsafe_b64encode(f"v1:{seq}".encode()).decode().rstrip("=")
-
-
-def encode_file_cursor(idx: int) -> str:
-    """The cursor of a files page that starts at the file of index ``idx``."""
-    return base64.urlsafe_b64encode(f"f1:{idx}".encode()).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str, version_wanted: str = "v1") -> int:
-    try:
-        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        text = ""
-    version, _, seq = text.partition(":")
-    if version != version_wanted or not (seq.isascii() and seq.isdigit()) or len(seq) > 19:
-        raise InvalidRequest.of(
-            [
-                Problem(
-                    "cursor",
-                    cursor,
-                    "cursor is not one this service handed out; use nextCursor as given",
-                )
-            ]
-        )
-    return int(seq)
 
 
 def parse_body(body: bytes) -> JsonValue:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import replace
+from typing import Final
 
 import orjson
 from sqlalchemy import Connection
@@ -22,9 +23,12 @@ from tracesets.db import inspection_files as claims
 from tracesets.inspection import FileFinding, summarize
 from tracesets.inspection.report import empty_json, result_json
 
+#: How a failed inspection's one warning starts; its reason follows.
+FAILURE_PREFIX: Final = "The traces could not be inspected: "
+
 
 def failure_json(reason: str) -> bytes:
-    return empty_json([f"The traces could not be inspected: {reason}"])
+    return empty_json([FAILURE_PREFIX + reason])
 
 
 Joined = tuple[str, bytes, bool | None, bool | None, list[bytes]]

@@ -13,7 +13,8 @@ from typing import Final
 
 from tracesets.db import file_rows, queries
 from tracesets.records import StoredFile, TracesetHead
-from tracesets.service.core import ServiceCore, decode_cursor, not_found
+from tracesets.service.core import ServiceCore, not_found
+from tracesets.service.cursors import CursorKind, decode_cursor
 from tracesets.storage.base import UploadPlan, blob_key
 from tracesets.uploadrequest import (
     PartDigests,
@@ -71,7 +72,7 @@ class Targets(ServiceCore):
         Without ``with_urls`` (a caller who may not upload) only what has arrived, and
         nothing is started or recorded in the store.
         """
-        start = decode_cursor(cursor, "f1") if cursor is not None else 0
+        start = decode_cursor(cursor, CursorKind.UPLOADS) if cursor is not None else 0
         with self.db.read() as conn:  # a page's files only, however many the traceset holds
             traceset = queries.get_head(conn, workspace=workspace, traceset_id=traceset_id)
             if traceset is None:
