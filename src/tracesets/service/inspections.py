@@ -113,20 +113,9 @@ class InspectionQueue:
         return self.db.write_soon(lambda conn: self._claim_or_take_up(conn, _utcnow()))
 
     def _claim_or_take_up(self, conn: Connection, now: datetime) -> list[Claim] | None:
-        """Files to inspect, from a pending inspection taken up if none is running; None
-        when nothing is queued."""
-        batch = self._claim(conn, now)
-        if not batch:
-            seq = claims.take_up_inspection(conn, now=now)
-            if seq is None:
-                return None
-            batch = self._claim(conn, now)
-            if not batch and self._join(conn, seq):  # no primary file at all
-                log.info("inspection %d: checks across ranks run by %s", seq, self.owner)
-        return batch
-
-    def _claim(self, conn: Connection, now: datetime) -> list[Claim]:
-        return claims.claim_files(
+        """Files to inspect, of the workspace whose turn it is (an inspection of it taken
+        up if none is running); None when nothing is queued."""
+        claimed = claims.claim_files(
             conn,
             owner=self.owner,
             now=now,
@@ -134,6 +123,11 @@ class InspectionQueue:
             max_files=MAX_BATCH_FILES,
             max_bytes=MAX_BATCH_BYTES,
         )
+        if claimed.empty is None:
+            return claimed.files or None
+        if self._join(conn, claimed.empty):  # no primary file at all
+            log.info("inspection %d: checks across ranks run by %s", claimed.empty, self.owner)
+        return claimed.files
 
     def _inspect(self, batch: list[Claim]) -> None:
         """Inspect the claimed files, small ones in the pool, and record each batch's
