@@ -7,8 +7,9 @@ least recently (``inspection_turns.served``), and within it to the oldest traces
 
 The workspaces with work are found by a loose scan of the (status, workspace,
 traceset_seq) index: one seek per workspace, not one row per queued file or traceset.
-Nothing here is locked or deleted, so an inspection queued while a claim runs can never
-be lost from the turns: the set of workspaces is read from the inspections themselves.
+The set of workspaces is read from the inspections themselves, and no turn is ever
+deleted: an inspection queued while a claim runs can never be left out, and queueing one
+writes nothing here.
 """
 
 from __future__ import annotations

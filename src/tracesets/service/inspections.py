@@ -4,7 +4,9 @@
 ready. Any process running an ``InspectionQueue`` (a service process, or ``tracesets
 worker`` on any machine that shares the database and the store) takes it up: the
 inspection gets a row per primary file, and each file is claimed on its own (a few small
-ones in one transaction), so every process works on one traceset's files at once. A
+ones in one transaction), so every process works on one traceset's files at once.
+Workspaces take turns (``db.inspection_turns``): each claim goes to the one served least
+recently among those with files waiting, so one workspace's flood delays no other's. A
 file is read through the store (ranged reads; streamed, never held): each trace's claim
 from its head or tail, then its per-rank figures from one pass over its events
 (``tracesets.analysis``), kept in the file's row. Whoever records the last file joins
