@@ -72,10 +72,11 @@ def wait_for(check: Callable[[], Any], *, what: str, timeout: float = 600) -> An
     raise AssertionError(f"waited {timeout} s for {what}")
 
 
-def client(service: ServerProcess) -> httpx.Client:
+def client(service: ServerProcess, token: str | None = None) -> httpx.Client:
+    """A client of the service, with its first token or ``token`` (another workspace's)."""
     return httpx.Client(
         base_url=service.url,
-        headers={"Authorization": f"Bearer {service.token}"},
+        headers={"Authorization": f"Bearer {token or service.token}"},
         timeout=60,
         limits=FRESH_CONNECTIONS,
     )

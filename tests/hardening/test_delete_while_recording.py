@@ -58,7 +58,6 @@ def running_inspection(service: TracesetService) -> tuple[str, int, claims.Claim
         seq = traceset.seq
         queries.set_status(conn, seq=seq, status="ready", now=now)
         queries.queue_inspection(conn, seq=seq)
-        assert claims.take_up_inspection(conn, now=now) == seq
         [claim] = claims.claim_files(
             conn,
             owner=OWNER,
@@ -66,7 +65,8 @@ def running_inspection(service: TracesetService) -> tuple[str, int, claims.Claim
             lease_until=now + timedelta(minutes=5),
             max_files=16,
             max_bytes=1 << 20,
-        )
+        ).files
+        assert claim.seq == seq
     return traceset.id, seq, claim
 
 

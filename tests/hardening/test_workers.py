@@ -209,3 +209,29 @@ def test_files_the_store_cannot_read_end_as_a_recorded_failure(service: ServerPr
         assert len(checks_run(workers)) == 1
     finally:
         stop_all(workers)
+
+
+def test_a_workspace_queued_behind_another_s_flood_is_inspected_at_its_turn(
+    service: ServerProcess,
+) -> None:
+    """One worker: every claim in order, recorded before the next (one small file each)."""
+    run = Run(tp=1, dp=1, steps=2, kernels_per_step=4)
+    files = run_files(run)
+    metadata = {"shape": {"rankCount": run.world}}
+    worker: Worker | None = None
+    try:
+        with client(service, service.new_token("a-flood")) as flood_api:
+            flood = [upload_ready(flood_api, files, metadata) for _ in range(6)]
+        with client(service, service.new_token("b-late")) as late_api:
+            late = upload_ready(late_api, files, metadata)
+        worker = Worker(service, "0")
+        lines = wait_for(
+            lambda: len(worker.lines(" inspected by ")) == 7 and worker.lines(" inspected by "),
+            what="the seven tracesets to be inspected",
+        )
+        order = [line.split(" of traceset ", 1)[1].split(" ", 1)[0] for line in lines]
+        # Never served, both: the first by name; then the late one's turn, not the last.
+        assert order == [flood[0], late, *flood[1:]]
+    finally:
+        if worker is not None:
+            stop_all([worker])

@@ -12,11 +12,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from sqlalchemy import (
     ColumnElement,
     Connection,
+    Row,
     Select,
     bindparam,
     delete,
@@ -27,6 +28,7 @@ from sqlalchemy import (
     update,
 )
 
+from tracesets.db import inspection_turns as turns
 from tracesets.db.tables import files, inspection_files, inspections, tracesets
 
 _UNFINISHED = ("pending", "running")
@@ -82,7 +84,18 @@ def _candidates(where: ColumnElement[bool]) -> _Pair:
 _LAPSED: Final = _candidates(
     (inspection_files.c.status == "running") & (inspection_files.c.lease_until < bindparam("now"))
 )
-_PENDING: Final = _candidates(inspection_files.c.status == "pending")
+#: A workspace's running inspections (a few: one is taken up only when the others have
+#: no pending file left), then each one's pending files in order from the status index:
+#: every lookup an index seek, whatever other workspaces queued. (One statement joining
+#: the two let SQLite scan every pending file of all workspaces, or sort them.)
+_RUNNING: Final = (
+    select(inspections.c.traceset_seq)
+    .where(inspections.c.status == "running", inspections.c.workspace == bindparam("workspace"))
+    .order_by(inspections.c.traceset_seq)
+)
+_PENDING: Final = _candidates(
+    (inspection_files.c.status == "pending") & (inspection_files.c.traceset_seq == bindparam("seq"))
+)
 _CLAIM: Final = (
     update(inspection_files)
     .where(
@@ -98,6 +111,14 @@ _CLAIM: Final = (
 )
 
 
+class Claimed(NamedTuple):
+    """What a claim took: files, or an inspection taken up with none (its checks are due
+    at once); neither when nothing is queued."""
+
+    files: list[Claim]
+    empty: int | None = None
+
+
 def claim_files(
     conn: Connection,
     *,
@@ -106,18 +127,52 @@ def claim_files(
     lease_until: datetime,
     max_files: int,
     max_bytes: int,
-) -> list[Claim]:
+) -> Claimed:
     """Take files to inspect: ones whose lease ran out (their process died) first, then
-    pending ones, the oldest traceset's first, so every process works on it; up to
-    ``max_files`` of them while they add up to ``max_bytes`` (always at least one), so
-    that small files do not each cost a transaction and a large one is claimed alone.
+    pending ones of the workspace whose turn it is (``inspection_turns``), its oldest
+    traceset's first, so every process works on it; up to ``max_files`` of them while
+    they add up to ``max_bytes`` (always at least one), so that small files do not each
+    cost a transaction and a large one is claimed alone.
 
-    Each kind is its own lookup of the status index: the rows of finished inspections,
-    kept as their record, are never scanned.
+    A workspace with no pending file has its oldest pending inspection taken up; one
+    with neither (its files are all being read) lets the next workspace have the turn.
+    Each lookup is an index seek: the rows of finished inspections, kept as their
+    record, and other workspaces' queued files are never scanned.
     """
     rows = list(conn.execute(_for(conn, _LAPSED), {"now": now, "limit": max_files}))
-    if len(rows) < max_files:
-        rows += conn.execute(_for(conn, _PENDING), {"limit": max_files - len(rows)})
+    lapsed = len(rows)
+    serving: str | None = None
+    if lapsed < max_files:
+        for workspace in turns.waiting(conn):
+            found = _pending(conn, workspace, max_files - lapsed)
+            if not found:
+                seq = _take_up(conn, workspace=workspace, now=now)
+                if seq is None:
+                    continue
+                found = _pending(conn, workspace, max_files - lapsed)
+                if not found:  # no primary file at all
+                    return Claimed(_claim(conn, rows, owner, lease_until, max_bytes), seq)
+            rows += found
+            serving = workspace
+            break
+    taken = _claim(conn, rows, owner, lease_until, max_bytes)
+    if serving is not None and len(taken) > lapsed:
+        turns.served(conn, serving)
+    return Claimed(taken)
+
+
+def _pending(conn: Connection, workspace: str, limit: int) -> list[Row[Any]]:
+    found: list[Row[Any]] = []
+    for seq in conn.execute(_RUNNING, {"workspace": workspace}).scalars():
+        found += conn.execute(_for(conn, _PENDING), {"seq": seq, "limit": limit - len(found)})
+        if len(found) == limit:
+            break
+    return found
+
+
+def _claim(
+    conn: Connection, rows: list[Row[Any]], owner: str, lease_until: datetime, max_bytes: int
+) -> list[Claim]:
     taken: list[Claim] = []
     total = 0
     for row in rows:
@@ -148,7 +203,7 @@ def claim_files(
 
 _OLDEST_PENDING: Final = (
     select(inspections.c.traceset_seq)
-    .where(inspections.c.status == "pending")
+    .where(inspections.c.status == "pending", inspections.c.workspace == bindparam("workspace"))
     .order_by(inspections.c.traceset_seq)
     .limit(1)
 )
@@ -169,10 +224,12 @@ _TAKE_UP: Final = (
 )
 
 
-def take_up_inspection(conn: Connection, *, now: datetime) -> int | None:
-    """Turn the oldest pending inspection into one pending row per primary file (one
-    statement, however many files); its seq, or None when none is pending."""
-    seq: int | None = conn.execute(_for(conn, _OLDEST_PENDING_PAIR)).scalar_one_or_none()
+def _take_up(conn: Connection, *, workspace: str, now: datetime) -> int | None:
+    """Turn the workspace's oldest pending inspection into one pending row per primary
+    file (one statement, however many files); its seq, or None when none is pending."""
+    seq: int | None = conn.execute(
+        _for(conn, _OLDEST_PENDING_PAIR), {"workspace": workspace}
+    ).scalar_one_or_none()
     if seq is None:
         return None
     conn.execute(_DROP_FILES, {"seq": seq})

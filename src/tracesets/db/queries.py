@@ -18,6 +18,7 @@ from sqlalchemy import (
     delete,
     func,
     insert,
+    literal,
     select,
     update,
 )
@@ -239,8 +240,12 @@ _SET_STATUS = (
     .where(tracesets.c.seq == bindparam("b_seq"))
     .values(status=bindparam("b_status"), updated_at=bindparam("b_now"))
 )
-_QUEUE_INSPECTION = insert(inspections).values(
-    traceset_seq=bindparam("b_seq"), status="pending", attempts=0
+#: The traceset's workspace is copied so that the queue can take workspaces in turn.
+_QUEUE_INSPECTION = insert(inspections).from_select(
+    ["traceset_seq", "workspace", "status", "attempts"],
+    select(tracesets.c.seq, tracesets.c.workspace, literal("pending"), literal(0)).where(
+        tracesets.c.seq == bindparam("b_seq")
+    ),
 )
 
 

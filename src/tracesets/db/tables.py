@@ -95,6 +95,7 @@ inspections = Table(
     "inspections",
     metadata,
     Column("traceset_seq", Seq, ForeignKey("tracesets.seq", ondelete="CASCADE"), primary_key=True),
+    Column("workspace", String(128), nullable=False),  # the traceset's, for turns (0011)
     Column("status", String(16), nullable=False),  # pending, running, done, failed
     Column("attempts", Integer, nullable=False),
     Column("claimed_at", DateTime(timezone=True), nullable=True),
@@ -136,4 +137,12 @@ inspection_files = Table(
     Column("lease_until", DateTime(timezone=True), nullable=True),
     Column("finished_at", DateTime(timezone=True), nullable=True),
     Column("result", Text, nullable=True),  # done: findings and figures; failed: the reason
+)
+
+#: When each workspace's files were last claimed, for taking workspaces in turn (0011).
+inspection_turns = Table(
+    "inspection_turns",
+    metadata,
+    Column("workspace", String(128), primary_key=True),
+    Column("served", BigInteger, nullable=False),  # increasing: the latest claim's is highest
 )

@@ -4,7 +4,9 @@
 ready. Any process running an ``InspectionQueue`` (a service process, or ``tracesets
 worker`` on any machine that shares the database and the store) takes it up: the
 inspection gets a row per primary file, and each file is claimed on its own (a few small
-ones in one transaction), so every process works on one traceset's files at once. A
+ones in one transaction), so every process works on one traceset's files at once.
+Workspaces take turns (``db.inspection_turns``): each claim goes to the one served least
+recently among those with files waiting, so one workspace's flood delays no other's. A
 file is read through the store (ranged reads; streamed, never held): each trace's claim
 from its head or tail, then its per-rank figures from one pass over its events
 (``tracesets.analysis``), kept in the file's row. Whoever records the last file joins
@@ -113,20 +115,9 @@ class InspectionQueue:
         return self.db.write_soon(lambda conn: self._claim_or_take_up(conn, _utcnow()))
 
     def _claim_or_take_up(self, conn: Connection, now: datetime) -> list[Claim] | None:
-        """Files to inspect, from a pending inspection taken up if none is running; None
-        when nothing is queued."""
-        batch = self._claim(conn, now)
-        if not batch:
-            seq = claims.take_up_inspection(conn, now=now)
-            if seq is None:
-                return None
-            batch = self._claim(conn, now)
-            if not batch and self._join(conn, seq):  # no primary file at all
-                log.info("inspection %d: checks across ranks run by %s", seq, self.owner)
-        return batch
-
-    def _claim(self, conn: Connection, now: datetime) -> list[Claim]:
-        return claims.claim_files(
+        """Files to inspect, of the workspace whose turn it is (an inspection of it taken
+        up if none is running); None when nothing is queued."""
+        claimed = claims.claim_files(
             conn,
             owner=self.owner,
             now=now,
@@ -134,6 +125,11 @@ class InspectionQueue:
             max_files=MAX_BATCH_FILES,
             max_bytes=MAX_BATCH_BYTES,
         )
+        if claimed.empty is None:
+            return claimed.files or None
+        if self._join(conn, claimed.empty):  # no primary file at all
+            log.info("inspection %d: checks across ranks run by %s", claimed.empty, self.owner)
+        return claimed.files
 
     def _inspect(self, batch: list[Claim]) -> None:
         """Inspect the claimed files, small ones in the pool, and record each batch's
