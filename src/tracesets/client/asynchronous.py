@@ -150,6 +150,7 @@ class AsyncClient(AwaitingIO):
         progress: ProgressCallback | None = None,
         hash_progress: ProgressCallback | None = None,
         wait: float = 0,
+        ignore_trace_ranks: bool = False,
     ) -> Traceset:
         """``Client.upload``'s twin, ``wait`` included."""
         upload = UploadPlan.checked(
@@ -157,6 +158,7 @@ class AsyncClient(AwaitingIO):
             name=name,
             workload_metadata=workload_metadata,
             description=description,
+            ignore_trace_ranks=ignore_trace_ranks,
         )
         return await self.upload_plan(
             upload, progress=progress, hash_progress=hash_progress, wait=wait
