@@ -86,29 +86,51 @@ function frame(title, desc, width, height, per) {
   return chart;
 }
 
+/** Pixels an 11 px axis label takes at most per character (system-ui digits are about 6.2,
+ * "m" more): the margins are made wide enough for the labels drawn in them, or the
+ * SVG's edge cuts them ("1976.2 ms" needs some 60 px). */
+const LABEL_CHAR = 7;
+
+/** The margins for these labels: the longest y tick on the left, half the widest rank
+ * number right of the last bar's centre. */
+function margins(ticks, ranks) {
+  const widest = Math.max(...ticks.map(([, text]) => text.length));
+  const rank = Math.max(...ranks.map((text) => text.length));
+  return {
+    ...MARGIN,
+    left: Math.max(MARGIN.left, 8 + 4 + widest * LABEL_CHAR),
+    right: Math.max(MARGIN.right, Math.ceil((rank * LABEL_CHAR) / 2)),
+    rankWidth: rank * LABEL_CHAR,
+  };
+}
+
 function axes(chart, width, height, labels, ticks) {
-  const bottom = height - MARGIN.bottom;
-  const plotH = bottom - MARGIN.top;
+  const ranks = labels.map((label) => formatCount(label));
+  const margin = margins(ticks, ranks);
+  const bottom = height - margin.bottom;
+  const plotH = bottom - margin.top;
   for (const [fraction, text] of ticks) {
     const y = bottom - fraction * plotH;
     chart.append(
-      svg('line', { class: 'grid', x1: MARGIN.left, x2: width - MARGIN.right, y1: y, y2: y }),
-      svg('text', { class: 'axis-label', x: MARGIN.left - 8, y: y + 4, 'text-anchor': 'end' }, text),
+      svg('line', { class: 'grid', x1: margin.left, x2: width - margin.right, y1: y, y2: y }),
+      svg('text', { class: 'axis-label', x: margin.left - 8, y: y + 4, 'text-anchor': 'end' }, text),
     );
   }
-  chart.append(svg('line', { class: 'axis', x1: MARGIN.left, x2: width - MARGIN.right, y1: bottom, y2: bottom }));
-  const slot = (width - MARGIN.left - MARGIN.right) / labels.length;
-  const step = Math.max(1, Math.ceil(labels.length / Math.max(1, Math.floor((width - MARGIN.left) / 36))));
-  labels.forEach((label, i) => {
+  chart.append(svg('line', { class: 'axis', x1: margin.left, x2: width - margin.right, y1: bottom, y2: bottom }));
+  const plotW = width - margin.left - margin.right;
+  const slot = plotW / labels.length;
+  const room = Math.max(36, margin.rankWidth + 8);  // a label's width apart, so none overlap
+  const step = Math.max(1, Math.ceil(labels.length / Math.max(1, Math.floor(plotW / room))));
+  ranks.forEach((text, i) => {
     if (i % step) return;
     chart.append(svg('text', {
-      class: 'axis-label', x: MARGIN.left + (i + 0.5) * slot, y: bottom + 22, 'text-anchor': 'middle',
-    }, formatCount(label)));
+      class: 'axis-label', x: margin.left + (i + 0.5) * slot, y: bottom + 22, 'text-anchor': 'middle',
+    }, text));
   });
   chart.append(svg('text', {
-    class: 'axis-title', x: MARGIN.left + (width - MARGIN.left - MARGIN.right) / 2, y: height - 4, 'text-anchor': 'middle',
+    class: 'axis-title', x: margin.left + plotW / 2, y: height - 4, 'text-anchor': 'middle',
   }, 'rank'));
-  return { bottom, plotH, slot };
+  return { bottom, plotH, slot, left: margin.left };
 }
 
 function percent(part, whole) {
@@ -127,11 +149,11 @@ export function gpuChart(inspection, figures, width) {
   const w = Math.max(280, Math.floor(width));
   const chart = frame('GPU time per rank',
     `${formatCount(bins.length)} bars${perBar(per)}, each 100 % of its GPU span`, w, GPU_HEIGHT, per);
-  const { bottom, plotH, slot } = axes(chart, w, GPU_HEIGHT, bins.map((b) => b.first),
+  const { bottom, plotH, slot, left } = axes(chart, w, GPU_HEIGHT, bins.map((b) => b.first),
     [[0, '0 %'], [0.5, '50 %'], [1, '100 %']]);
   const barW = slot >= 4 ? slot * 0.78 : slot;
   bins.forEach((bin, i) => {
-    const x = MARGIN.left + i * slot + (slot - barW) / 2;
+    const x = left + i * slot + (slot - barW) / 2;
     const gpu = bin.gpu;
     let top = bottom;
     const bar = svg('g', { class: 'gpu-bar', 'data-rank': bin.first, 'data-last-rank': bin.last });
@@ -166,11 +188,11 @@ export function stepChart(inspection, figures, width) {
   const ms = (us) => `${(us / 1000).toFixed(1)} ms`;
   const chart = frame('Median step time per rank',
     `${formatCount(bins.length)} bars${perBar(per)}; the line spans the shortest to the longest step`, w, STEP_HEIGHT, per);
-  const { bottom, plotH, slot } = axes(chart, w, STEP_HEIGHT, bins.map((b) => b.first),
+  const { bottom, plotH, slot, left } = axes(chart, w, STEP_HEIGHT, bins.map((b) => b.first),
     [[0, '0'], [0.5, ms(max / 2)], [1, ms(max)]]);
   const barW = slot >= 4 ? slot * 0.78 : slot;
   bins.forEach((bin, i) => {
-    const x = MARGIN.left + i * slot + (slot - barW) / 2;
+    const x = left + i * slot + (slot - barW) / 2;
     const { medianUs, minUs, maxUs, count } = bin.steps;
     const height = Math.max(1, (medianUs / max) * plotH);
     const median = bin.size === 1 ? 'median step' : 'longest median step';
