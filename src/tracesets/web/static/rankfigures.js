@@ -45,13 +45,22 @@ export function figureBins(inspection, figures) {
   const ranked = figures.filter((r) => Number.isInteger(r.rank));
   const desynced = desyncedRanks(inspection, ranked);
   const per = Math.max(1, Math.ceil(ranked.length / MAX_BARS));
+  const copies = new Map();
+  for (const one of ranked) copies.set(one.rank, (copies.get(one.rank) || 0) + 1);
+  const seen = new Map();
   const bins = [];
   for (let i = 0; i < ranked.length; i += per) {
     const members = ranked.slice(i, i + per);
     const bin = {
       first: members[0].rank, last: members[members.length - 1].rank, size: members.length,
       gpu: null, steps: null, straggler: false, desynced: false,
+      file: members.length === 1 ? traceName(members[0]) : null, copy: 0, copies: 1,
     };
+    if (members.length === 1 && copies.get(bin.first) > 1) {  // a duplicated rank: which trace
+      bin.copies = copies.get(bin.first);
+      bin.copy = (seen.get(bin.first) || 0) + 1;
+      seen.set(bin.first, bin.copy);
+    }
     for (const one of members) {
       bin.straggler ||= Boolean(one.straggler);
       bin.desynced ||= desynced.has(one.rank);
@@ -74,8 +83,19 @@ export function figureBins(inspection, figures) {
   return { bins, per };
 }
 
+/** The file a trace's figures came from: "a.zip!rank0.json" for a member of an archive. */
+function traceName(one) {
+  return one.member ? `${one.file}!${one.member}` : one.file;
+}
+
+/** A bar's rank under the axis: "0 #2" for the second trace of a duplicated rank 0. */
+function rankLabel(bin) {
+  return bin.copies > 1 ? `${formatCount(bin.first)} #${bin.copy}` : formatCount(bin.first);
+}
+
 function span(bin) {
-  return bin.size === 1 ? `rank ${bin.first}` : `ranks ${formatCount(bin.first)}–${formatCount(bin.last)}`;
+  if (bin.size > 1) return `ranks ${formatCount(bin.first)}–${formatCount(bin.last)}`;
+  return bin.copies > 1 ? `rank ${bin.first} #${bin.copy} of ${bin.copies} (${bin.file})` : `rank ${bin.first}`;
 }
 
 function frame(title, desc, width, height, per) {
@@ -104,8 +124,7 @@ function margins(ticks, ranks) {
   };
 }
 
-function axes(chart, width, height, labels, ticks) {
-  const ranks = labels.map((label) => formatCount(label));
+function axes(chart, width, height, ranks, ticks) {
   const margin = margins(ticks, ranks);
   const bottom = height - margin.bottom;
   const plotH = bottom - margin.top;
@@ -118,9 +137,9 @@ function axes(chart, width, height, labels, ticks) {
   }
   chart.append(svg('line', { class: 'axis', x1: margin.left, x2: width - margin.right, y1: bottom, y2: bottom }));
   const plotW = width - margin.left - margin.right;
-  const slot = plotW / labels.length;
+  const slot = plotW / ranks.length;
   const room = Math.max(36, margin.rankWidth + 8);  // a label's width apart, so none overlap
-  const step = Math.max(1, Math.ceil(labels.length / Math.max(1, Math.floor(plotW / room))));
+  const step = Math.max(1, Math.ceil(ranks.length / Math.max(1, Math.floor(plotW / room))));
   ranks.forEach((text, i) => {
     if (i % step) return;
     chart.append(svg('text', {
@@ -149,14 +168,16 @@ export function gpuChart(inspection, figures, width) {
   const w = Math.max(280, Math.floor(width));
   const chart = frame('GPU time per rank',
     `${formatCount(bins.length)} bars${perBar(per)}, each 100 % of its GPU span`, w, GPU_HEIGHT, per);
-  const { bottom, plotH, slot, left } = axes(chart, w, GPU_HEIGHT, bins.map((b) => b.first),
+  const { bottom, plotH, slot, left } = axes(chart, w, GPU_HEIGHT, bins.map(rankLabel),
     [[0, '0 %'], [0.5, '50 %'], [1, '100 %']]);
   const barW = slot >= 4 ? slot * 0.78 : slot;
   bins.forEach((bin, i) => {
     const x = left + i * slot + (slot - barW) / 2;
     const gpu = bin.gpu;
     let top = bottom;
-    const bar = svg('g', { class: 'gpu-bar', 'data-rank': bin.first, 'data-last-rank': bin.last });
+    const bar = svg('g', {
+      class: 'gpu-bar', 'data-rank': bin.first, 'data-last-rank': bin.last, 'data-file': bin.file,
+    });
     for (const part of PARTS) {
       const value = gpu[part.key];
       const height = (value / gpu.kernelUs) * plotH;
@@ -188,7 +209,7 @@ export function stepChart(inspection, figures, width) {
   const ms = (us) => `${(us / 1000).toFixed(1)} ms`;
   const chart = frame('Median step time per rank',
     `${formatCount(bins.length)} bars${perBar(per)}; the line spans the shortest to the longest step`, w, STEP_HEIGHT, per);
-  const { bottom, plotH, slot, left } = axes(chart, w, STEP_HEIGHT, bins.map((b) => b.first),
+  const { bottom, plotH, slot, left } = axes(chart, w, STEP_HEIGHT, bins.map(rankLabel),
     [[0, '0'], [0.5, ms(max / 2)], [1, ms(max)]]);
   const barW = slot >= 4 ? slot * 0.78 : slot;
   bins.forEach((bin, i) => {
@@ -199,6 +220,7 @@ export function stepChart(inspection, figures, width) {
     chart.append(svg('rect', {
       class: `step-bar${bin.straggler ? ' straggler' : ''}`, x, y: bottom - height,
       width: Math.max(barW, 1), height, 'data-rank': bin.first, 'data-last-rank': bin.last, 'data-median-us': medianUs,
+      'data-file': bin.file,
     }, svg('title', {}, `${span(bin)}: ${median} ${ms(medianUs)} of ${formatCount(count)}`
       + (bin.straggler ? (bin.size === 1 ? ' (straggler)' : ' (a straggler among them)') : ''))));
     if (minUs !== null && maxUs !== null && maxUs > minUs) {
@@ -246,7 +268,9 @@ export function figuresBlock(inspection, tracesetId) {
     caption.textContent = 'GPU time as Holistic Trace Analysis counts it, in percent of each rank\'s GPU span; '
       + 'step time is the median of each rank\'s ProfilerStep. '
       + (figures.length < total ? `The first ${formatCount(figures.length)} of ${formatCount(total)} ranks are shown` : `All ${formatCount(total)} ranks are shown`)
-      + (extra ? `; ${extra}` : '.');
+      + (extra ? `; ${extra}` : '.')
+      + ((inspection.duplicateRanks || []).length
+        ? ' A rank with several traces has a bar for each, numbered (0 #1, 0 #2); its tooltip names the file.' : '');
   };
   let lastWidth = 0;
   const draw = () => {
