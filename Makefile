@@ -6,11 +6,18 @@ DATA_DIR ?= ./tracesets-data
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: setup browser serve test lint typecheck pytest pytest-scaled fuzz load bench bench-scaled openapi clean
+.PHONY: setup setup-dev browser serve test lint typecheck pytest pytest-scaled fuzz load bench bench-scaled openapi clean
 
+# Two stamps in the one .venv: the package alone (what `make serve` needs), and the test
+# tools on top (pytest, mypy, playwright, torch: gigabytes), installed by the first target
+# that runs a check or a test. Each is installed once, again when pyproject.toml changes.
 $(BIN)/.installed: pyproject.toml
-	$(PYTHON) -m venv $(VENV)
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+$(BIN)/.installed-dev: $(BIN)/.installed
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
 
@@ -20,35 +27,37 @@ $(BIN)/.installed: pyproject.toml
 setup: $(BIN)/.installed
 	$(BIN)/python -m compileall -q src
 
-serve: setup  ## set up, then run the service on SQLite and ./tracesets-data
+setup-dev: setup $(BIN)/.installed-dev
+
+serve: setup  ## set up (the package only), then run the service on SQLite and ./tracesets-data
 	$(BIN)/tracesets serve --host $(HOST) --port $(PORT) --data-dir $(DATA_DIR)
 
-test: setup lint typecheck pytest pytest-scaled  ## set up, then every check and every test
+test: setup-dev lint typecheck pytest pytest-scaled  ## set up with the test tools, then every check and every test
 
-lint: setup
+lint: setup-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-typecheck: setup
+typecheck: setup-dev
 	$(BIN)/mypy
 
 browser:  ## Debian's chromium, which the page's tests drive (tests/web)
 	command -v chromium >/dev/null || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium)
 
-pytest: setup browser  ## every test, on the embedded defaults (SQLite + local files)
+pytest: setup-dev browser  ## every test, on the embedded defaults (SQLite + local files)
 	$(BIN)/pytest -q
 
-pytest-scaled: setup  ## the API and hardening suites again on PostgreSQL + S3 (started here, on loopback)
+pytest-scaled: setup-dev  ## the API and hardening suites again on PostgreSQL + S3 (started here, on loopback)
 	BIN=$(BIN) scripts/with-scaled-services $(BIN)/pytest -q tests/api tests/hardening
 
-fuzz: setup  ## the contract fuzz at length (FUZZ_EXAMPLES=1000, FUZZ_SEED=… to vary it); README, "Hardening"
+fuzz: setup-dev  ## the contract fuzz at length (FUZZ_EXAMPLES=1000, FUZZ_SEED=… to vary it); README, "Hardening"
 	FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-1000} $(BIN)/pytest -q tests/hardening/test_fuzz.py
 
-load: setup  ## 200 clients for 30 s on SQLite + local files, then on PostgreSQL + S3; figures, not pass/fail
+load: setup-dev  ## 200 clients for 30 s on SQLite + local files, then on PostgreSQL + S3; figures, not pass/fail
 	$(BIN)/python bench/load.py
 	BIN=$(BIN) scripts/with-scaled-services $(BIN)/python bench/load.py
 
-bench: setup  ## figures and ratios, not pass/fail
+bench: setup-dev  ## figures and ratios, not pass/fail
 	$(BIN)/python bench/upload_url.py
 	$(BIN)/python bench/put_upload.py
 	$(BIN)/python bench/cli_upload.py
@@ -56,7 +65,7 @@ bench: setup  ## figures and ratios, not pass/fail
 	$(BIN)/python bench/list_filter.py
 	$(BIN)/python bench/workers.py
 
-bench-scaled: setup  ## the PostgreSQL and S3 figures, on services started here on loopback
+bench-scaled: setup-dev  ## the PostgreSQL and S3 figures, on services started here on loopback
 	BIN=$(BIN) scripts/with-scaled-services sh -c '$(BIN)/python bench/list_filter.py --no-sqlite && $(BIN)/python bench/upload_url_backends.py && $(BIN)/python bench/multipart.py && $(BIN)/python bench/workers.py'
 
 openapi: setup  ## rewrite openapi.json from the app

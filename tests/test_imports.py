@@ -39,7 +39,7 @@ def _loaded_after(statement: str, candidates: tuple[str, ...]) -> list[str]:
         # pygments), no per-rank analysis; only its header reader.
         (
             "from tracesets.cli.main import command_line; command_line(['upload']); "
-            "import tracesets.cli.reading",
+            "import tracesets.client.reading",
             ("rich.console", "rich.progress", "pygments", "click", "tracesets.analysis"),
         ),
         # tracesets inspect reads local files: none of the client's HTTP stack.

@@ -4,7 +4,10 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -13,7 +16,7 @@ import pytest
 from tests.cli.test_cli import Run, ok, run_tracesets
 from tests.flows import inspected, send, upload
 from tests.inspection.kineto_writer import kineto_trace
-from tests.server import BIN
+from tests.server import BIN, ServerProcess
 from tracesets.cli.server import command_hint
 
 
@@ -41,6 +44,50 @@ def test_the_banner_says_where_the_command_is_when_a_shell_would_not_find_it() -
     hint = "\n".join(command_hint("/usr/bin:/bin"))
     assert str(BIN) in hint and f"export PATH={BIN.parent}:$PATH" in hint
     assert command_hint(f"{BIN.parent}:/usr/bin") == []
+
+
+@pytest.fixture
+def restarted(tmp_path: Path) -> Iterator[ServerProcess]:
+    """A service on a data folder with a space in its name, started a second time: its
+    first token was printed once and is gone, as a returning user finds it."""
+    process = ServerProcess(tmp_path / "my traces" / "tracesets-data")
+    del process.env["TRACESETS_BOOTSTRAP_TOKEN"]
+    process.start()
+    process.stop()
+    process.log.write_text("")
+    process.start()
+    yield process
+    process.stop()
+
+
+def test_the_restart_banner_names_a_token_command_the_service_accepts(
+    restarted: ServerProcess, tmp_path: Path
+) -> None:
+    banner = restarted.log.read_text().splitlines()
+    hint = banner[banner.index("Token: a bootstrap or earlier token; make another with") + 1]
+    command = hint.split("   (")[0].strip()
+    assert "--data-dir '" in command and str(restarted.data_dir) in command, hint
+    # A new shell elsewhere: another directory, the default data folder somewhere else.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {k: v for k, v in restarted.env.items() if k != "TRACESETS_DATA_DIR"}
+    env |= {"HOME": str(elsewhere), "PATH": f"{BIN.parent}:{os.environ['PATH']}"}
+    made = subprocess.run(
+        ["bash", "-c", command],
+        env=env,
+        cwd=elsewhere,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    token = made.stdout.strip()
+    answer = httpx.get(
+        f"{restarted.url}/api/v1/whoami",
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=60,
+    )
+    assert answer.status_code == 200, answer.text
 
 
 def test_inspect_reports_missing_ranks_per_world_size_when_the_traces_disagree(

@@ -133,3 +133,19 @@ def test_inspect_gives_the_same_answer_whatever_the_processes(tmp_path: Path) ->
     assert len(tables) == 1 and "5 (straggler)" in tables.pop()
     refused = run_tracesets("inspect", tmp_path, "--jobs", "0", env={})
     assert refused.returncode == 2 and "--jobs" in refused.stderr
+
+
+def test_the_per_rank_table_names_each_traces_file(tmp_path: Path) -> None:
+    run = RunShape(tp=2, dp=1, steps=2, kernels_per_step=4)
+    for name, rank in (("first/rank-0.json", 0), ("again/rank-0.json", 0), ("rank-1.json", 1)):
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_bytes(rank_trace(run, rank))
+    lines = ok(run_tracesets("inspect", tmp_path, env={})).stdout.splitlines()
+    table = lines[next(i for i, line in enumerate(lines) if "per-rank figures" in line) :]
+    cells = [
+        [cell.strip() for cell in line.strip("┃│").split(line[0])] for line in table[1:] if line
+    ]
+    heading = next(row for row in cells if "step ms" in row)
+    assert heading[:3] == ["rank", "file", "steps"]
+    rows = {row[1]: row[0] for row in cells if len(row) > 1 and row[1].endswith(".json")}
+    assert rows == {"first/rank-0.json": "0", "again/rank-0.json": "0", "rank-1.json": "1"}

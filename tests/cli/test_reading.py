@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from tests.analysis.run_writer import Run, write_run
-from tracesets.cli import reading
-from tracesets.cli.reading import PARALLEL_FROM, LocalReading, read_file, read_files
+from tracesets.client import reading
 from tracesets.client.files import LocalFile, collect
+from tracesets.client.reading import PARALLEL_FROM, LocalReading, read_file, read_files
 from tracesets.inspection import FileSource
 
 

@@ -113,3 +113,31 @@ def test_past_the_inspections_first_256_ranks_the_page_reads_the_rest_and_bins_t
     expect(straggler.locator("title")).to_contain_text("ranks 300–302")
     expect(straggler.locator("title")).to_contain_text("a straggler among them")
     tab.shoot("rank-figures-600")
+
+
+def test_a_duplicated_ranks_bars_name_their_files(tab: Tab, api: httpx.Client) -> None:
+    run = Run(tp=2, dp=1, steps=2, kernels_per_step=4)
+    files = {
+        "first/rank-0.json": rank_trace(run, 0),
+        "again/rank-0.json": rank_trace(run, 0),
+        "rank-1.json": rank_trace(run, 1),
+    }
+    created = upload_text(api, '{"shape": {"rankCount": 2}}', name="rank 0 twice", files=files)
+    inspection = inspected(api, created["tracesetId"])["inspection"]
+    assert sorted(r["rank"] for r in inspection["perRank"]) == [0, 0, 1]
+    tab.sign_in()
+    tab.open_traceset("rank 0 twice")
+    expect(tab.page.locator("#figures-caption")).to_contain_text("numbered (0 #1, 0 #2)")
+
+    for chart in tab.page.locator("#inspection svg.figures-chart").all():
+        labels = chart.locator("text.axis-label")
+        expect(labels.filter(has_text="#")).to_have_count(2)
+        assert {"0 #1", "0 #2", "1"} <= set(labels.all_text_contents())
+        bars = chart.locator('[data-rank="0"]')
+        expect(bars).to_have_count(2)
+        named = {bars.nth(i).get_attribute("data-file") for i in range(2)}
+        assert named == {"first/rank-0.json", "again/rank-0.json"}
+        titles = " ".join(chart.locator('[data-rank="0"] title').all_text_contents())
+        assert "rank 0 #1 of 2 (" in titles and "rank 0 #2 of 2 (" in titles
+        assert "(first/rank-0.json)" in titles and "(again/rank-0.json)" in titles
+    tab.shoot("rank-figures-duplicated")

@@ -21,7 +21,8 @@ def _number(value: float | None, scale: float = 1, digits: int = 2) -> str:
 
 
 def figure_rows(analysis: TracesetAnalysis) -> Rows:
-    """The per-rank figures, a row a rank (``tables.print_rows`` prints them)."""
+    """The per-rank figures, a row a trace (``tables.print_rows`` prints them), with the
+    file it is in: a duplicated rank's rows are told apart by it."""
     rows = []
     for figures in analysis.ranks:
         gpu = figures["gpu"] or {}
@@ -30,9 +31,11 @@ def figure_rows(analysis: TracesetAnalysis) -> Rows:
             op["count"] for group in figures["collectives"] for op in group["ops"].values()
         )
         rank = "" if figures["rank"] is None else str(figures["rank"])
+        member = figures["member"]
         rows.append(
             [
                 rank + (" (straggler)" if figures["straggler"] else ""),
+                figures["file"] + (f"!{member}" if member else ""),
                 str(steps["count"]),
                 _number(steps["medianUs"], 1000, 1),
                 _number(gpu.get("computePct")),
@@ -44,7 +47,7 @@ def figure_rows(analysis: TracesetAnalysis) -> Rows:
             ]
         )
     return Rows(
-        ["rank", "steps", "step ms", "comp %", "comm+mem %", "idle %", "overlap %", "colls",
+        ["rank", "file", "steps", "step ms", "comp %", "comm+mem %", "idle %", "overlap %", "colls",
          "problem"],
         rows,
         title="per-rank figures (step ms: median; GPU time as HTA counts it)",

@@ -1,7 +1,7 @@
 """``tracesets inspect``: what local traces say about their ranks, before any upload.
 
 The same reader the service runs after ``complete``, on local files: a file is never
-parsed whole, and the files are shared among a process per core (``cli.reading``).
+parsed whole, and the files are shared among a process per core (``client.reading``).
 ``tracesets upload`` runs it too, to propose a rank count or to warn
 before sending a byte when the traces disagree with the declared one.
 """
@@ -18,7 +18,7 @@ import typer
 
 from tracesets.cli.output import say, warn
 from tracesets.cli.tables import Rows, print_rows
-from tracesets.client.files import LocalFile, collect
+from tracesets.client.files import collect
 from tracesets.inspection import FileFinding, Summary, summarize
 from tracesets.inspection.report import result_json
 from tracesets.inspection.summary import SHOWN_RANKS, gaps, runs_text
@@ -34,13 +34,6 @@ def _stdout() -> Console:
 
     out = Console(highlight=False)
     return out if out.is_terminal else Console(highlight=False, width=100_000)
-
-
-def inspect_local(files: Sequence[LocalFile]) -> list[FileFinding]:
-    """Findings for the primary files among ``files``: their headers (and tails), no figures."""
-    from tracesets.cli.reading import read_files  # only when reading
-
-    return read_files(files, figures=False).findings
 
 
 def ranks_list(numbers: Sequence[int], count: int | None = None) -> str:
@@ -145,7 +138,7 @@ def inspect(
     missing, and where ranks disagree; upload nothing."""
     from tracesets.analysis.report import analyse_traceset
     from tracesets.cli.figures import figure_rows, json_members
-    from tracesets.cli.reading import read_files
+    from tracesets.client.reading import read_files
 
     files = collect(paths, ())
     reading = read_files(files, figures=True, workers=jobs)

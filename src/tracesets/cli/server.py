@@ -7,6 +7,7 @@ commands start without them.
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import sys
 from pathlib import Path
@@ -58,6 +59,17 @@ def command_hint(path: str | None) -> list[str]:
     ]
 
 
+def token_hint(settings: Settings) -> str:
+    """The command that makes a token this very service accepts: without ``--data-dir``
+    it would go to the default data folder's database, and the service would refuse it.
+    The folder is absolute so that the command works from any directory."""
+    folder = shlex.quote(str(settings.data_dir.absolute()))
+    hint = f"  tracesets token create --workspace {DEFAULT_WORKSPACE} --data-dir {folder}"
+    if settings.database_url != Settings.from_env({}, data_dir=settings.data_dir).database_url:
+        hint += "   (with this service's DATABASE_URL set)"
+    return hint
+
+
 def _banner(
     settings: Settings, host: str, port: int, token: str | None, path: str | None = None
 ) -> str:
@@ -70,10 +82,7 @@ def _banner(
             f"  export TRACESETS_URL={url} TRACESETS_TOKEN={token}",
         ]
     else:
-        lines += [
-            "Token: a bootstrap or earlier token; make another with",
-            "  tracesets token create --workspace default",
-        ]
+        lines += ["Token: a bootstrap or earlier token; make another with", token_hint(settings)]
     if settings.public_url is None and host in ("0.0.0.0", "::"):
         lines += [
             "Signed URLs use the address each request arrived on; if clients reach this",

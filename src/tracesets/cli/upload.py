@@ -11,7 +11,6 @@ import typer
 
 from tracesets import workload
 from tracesets.cli import metadata, options
-from tracesets.cli.inspect import inspect_local
 from tracesets.cli.job import upload_one_rank
 from tracesets.cli.output import REFUSED, error_lines, json_text, say, size, warn
 from tracesets.cli.progress import display
@@ -19,7 +18,8 @@ from tracesets.client import ClientError
 from tracesets.client.answers import TracesetAnswer
 from tracesets.client.core import UploadPlan
 from tracesets.client.files import LocalFile, collect, total_size
-from tracesets.inspection import Summary, summarize
+from tracesets.client.traceranks import RankCountContradicted, read_findings, summarized
+from tracesets.inspection import FileFinding
 from tracesets.jsontext import JsonValue
 
 #: The options that declare a rank count, for messages that ask for one.
@@ -83,23 +83,45 @@ def upload(
         if resume is not None:
             traceset = _send(files, "resuming", partial(client.resume_files_answer, resume, files))
         else:
-            workload_metadata, warnings = check_against_traces(
-                files, workload_metadata, infer=infer_rank_count, ignore=ignore_trace_ranks
+            workload_metadata, warnings, findings = check_against_traces(
+                files, workload_metadata, infer=infer_rank_count
             )
             named = paths[0].resolve().name if name is None else name
-            plan = _plan(files, named, workload_metadata, description)
+            plan = _plan(files, named, workload_metadata, description, ignore_trace_ranks, findings)
+            for warning in plan.trace_warnings:
+                warn(f"warning: {warning}")
+            warnings += plan.trace_warnings
             traceset = _send(files, "uploading", partial(client.upload_plan_answer, plan))
     _report(traceset, warnings, as_json=as_json)
 
 
 def _plan(
-    files: list[LocalFile], name: str, workload_metadata: JsonValue, description: str | None
+    files: list[LocalFile],
+    name: str,
+    workload_metadata: JsonValue,
+    description: str | None,
+    ignore_trace_ranks: bool,
+    findings: list[FileFinding] | None,
 ) -> UploadPlan:
-    """The very same rules as the service, once, before a byte is read or a request sent."""
+    """The very same rules as the service, and the traces' ranks against the declared
+    rank count as the Python client checks them, before a byte is read or a request sent."""
     try:
         return UploadPlan.checked(
-            files, name=name, workload_metadata=workload_metadata, description=description
+            files,
+            name=name,
+            workload_metadata=workload_metadata,
+            description=description,
+            ignore_trace_ranks=ignore_trace_ranks,
+            findings=findings,
         )
+    except RankCountContradicted as contradiction:
+        first, *rest = contradiction.lines(
+            declare_with="--rank-count, or the parallelism degrees", override=IGNORE_FLAG
+        )
+        warn(f"error: {first}")
+        for line in rest:
+            warn(line)
+        raise typer.Exit(REFUSED) from None
     except ClientError as error:
         _refuse(error)
 
@@ -119,25 +141,23 @@ def _report(traceset: TracesetAnswer, warnings: list[str], *, as_json: bool) -> 
 
 
 def check_against_traces(
-    files: list[LocalFile], workload_metadata: JsonValue, *, infer: bool, ignore: bool
-) -> tuple[JsonValue, list[str]]:
-    """Read the traces' own ranks before sending a byte: propose, infer, refuse or warn.
+    files: list[LocalFile], workload_metadata: JsonValue, *, infer: bool
+) -> tuple[JsonValue, list[str], list[FileFinding] | None]:
+    """With no rank count declared, read the traces' own ranks before sending a byte, and
+    propose the world size they agree on (or declare it with ``--infer-rank-count``).
 
-    With no rank count declared, the world size the traces agree on is proposed (and
-    declared with ``--infer-rank-count``). With one declared, traces that contradict it
-    (another world size, a rank not below it) stop the upload unless ``ignore``: the rank
-    count cannot change once uploaded. Traces of only some ranks are normal: they inform,
-    they do not refuse. Returns the metadata to send and the warnings said.
+    Returns the metadata to send, the warnings said, and the findings when read: with a
+    rank count declared, ``UploadPlan.checked`` reads them, and refuses traces that
+    contradict it, as the Python client does.
     """
     rules = workload.check_rank_count(workload_metadata, has_primary_files=False)
-    if rules.problems:
-        return workload_metadata, []  # the rules refuse it anyway, and say why
-    findings = inspect_local(files)
+    if rules.problems or rules.rank_count is not None:
+        return workload_metadata, [], None  # refused by the rules, or checked by the plan
+    findings = read_findings(files)
     if not findings:
-        return workload_metadata, []
-    declared = rules.rank_count
-    found = summarize(findings, declared_rank_count=declared)
-    if declared is None and infer and found.world_size is None:
+        return workload_metadata, [], findings
+    found = summarized(findings, None)
+    if infer and found.world_size is None:
         sizes = ", ".join(f"{size:,}" for size in found.world_sizes)
         why = (
             f"the traces disagree on the world size ({sizes})"
@@ -146,47 +166,21 @@ def check_against_traces(
         )
         warn(f"error: --infer-rank-count: {why}; declare the rank count with {RANK_FLAGS}")
         raise typer.Exit(REFUSED)
-    if declared is None and found.world_size is not None:
+    if found.world_size is not None:
         if infer and isinstance(workload_metadata, dict | None):
             shape = dict((workload_metadata or {}).get("shape") or {})
             shape["rankCount"] = found.world_size
             warn(f"declaring shape.rankCount = {found.world_size}: the world size the traces hold")
-            return {**(workload_metadata or {}), "shape": shape}, []
+            return {**(workload_metadata or {}), "shape": shape}, [], findings
         proposal = (
             f"The traces say the world size is {found.world_size}: declare it with "
             f"--rank-count {found.world_size}, or let --infer-rank-count do it."
         )
         warn(proposal)
-        return workload_metadata, [proposal]
-    if declared is not None and not ignore and _contradicts(found, declared):
-        _stop(found, declared)
+        return workload_metadata, [proposal], findings
     for warning in found.warnings:
         warn(f"warning: {warning}")
-    return workload_metadata, found.warnings
-
-
-def _contradicts(found: Summary, declared: int) -> bool:
-    """A world size other than the declared rank count, or a rank not below it."""
-    return any(size != declared for size in found.world_sizes) or any(
-        rank >= declared for rank in found.ranks_found
-    )
-
-
-def _stop(found: Summary, declared: int) -> NoReturn:
-    ranks = f"{declared:,} rank{'' if declared == 1 else 's'}"
-    warn(f"error: the traces contradict the declared rank count ({ranks}); nothing was sent:")
-    for warning in found.warnings:
-        warn(f"  {warning}")
-    held = (
-        f"{found.world_size:,} ranks, as the traces hold"
-        if found.world_size is not None
-        else "the rank count the traces hold"
-    )
-    warn(
-        f"Declare {held} (--rank-count, or the parallelism degrees): it cannot change after "
-        f"upload. Or pass {IGNORE_FLAG} to upload anyway."
-    )
-    raise typer.Exit(REFUSED)
+    return workload_metadata, found.warnings, findings
 
 
 def _refuse(error: ClientError) -> NoReturn:

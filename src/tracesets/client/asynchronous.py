@@ -5,6 +5,7 @@ Every request and every step is ``ClientCore``'s; ``AwaitingIO`` performs them.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -150,14 +151,20 @@ class AsyncClient(AwaitingIO):
         progress: ProgressCallback | None = None,
         hash_progress: ProgressCallback | None = None,
         wait: float = 0,
+        ignore_trace_ranks: bool = False,
     ) -> Traceset:
-        """``Client.upload``'s twin, ``wait`` included."""
-        upload = UploadPlan.checked(
-            collect(paths, supporting),
-            name=name,
-            workload_metadata=workload_metadata,
-            description=description,
-        )
+        """``Client.upload``'s twin, ``wait`` and ``ignore_trace_ranks`` included."""
+
+        def planned() -> UploadPlan:  # the folders walked, the traces' ranks read: disk work
+            return UploadPlan.checked(
+                collect(paths, supporting),
+                name=name,
+                workload_metadata=workload_metadata,
+                description=description,
+                ignore_trace_ranks=ignore_trace_ranks,
+            )
+
+        upload = await asyncio.to_thread(planned)
         return await self.upload_plan(
             upload, progress=progress, hash_progress=hash_progress, wait=wait
         )

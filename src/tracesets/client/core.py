@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Generator, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, cast
 
 import httpx
 
-from tracesets.client import protocol
+from tracesets import workload
+from tracesets.client import protocol, traceranks
 from tracesets.client.answers import (
     FileLike,
     TracesetAnswer,
@@ -63,6 +64,7 @@ from tracesets.client.steps import (
 
 if TYPE_CHECKING:
     from tracesets.client.models import Traceset
+    from tracesets.inspection import FileFinding
 
 #: Seconds between polls of an inspection at first; each wait grows by half, to 2 s.
 POLL_INTERVAL: Final = 0.25
@@ -70,12 +72,15 @@ POLL_INTERVAL: Final = 0.25
 
 @dataclass(frozen=True, slots=True)
 class UploadPlan:
-    """Files to upload as one traceset and what to declare of them, checked once."""
+    """Files to upload as one traceset and what to declare of them, checked once;
+    ``trace_warnings``: where the traces disagree with the declared rank count (ranks
+    with no trace, duplicated ranks), one sentence each."""
 
     files: list[LocalFile]
     name: str
     workload_metadata: protocol.Metadata | None = None
     description: str | None = None
+    trace_warnings: tuple[str, ...] = ()
 
     @classmethod
     def checked(
@@ -85,15 +90,25 @@ class UploadPlan:
         name: str,
         workload_metadata: protocol.Metadata | None = None,
         description: str | None = None,
+        ignore_trace_ranks: bool = False,
+        findings: Sequence[FileFinding] | None = None,
     ) -> UploadPlan:
-        """The plan, if the upload rules accept it; ClientError (nothing sent) if not.
+        """The plan, if the upload rules accept it and the traces do not contradict the
+        declared rank count (``traceranks``; ``ignore_trace_ranks`` uploads them anyway);
+        ClientError (nothing sent) if not. ``findings``: the traces' ranks, if read already.
 
         Checked before hashing: the digests the client adds later are well-formed by
         construction, so the rules need not see the body again.
         """
         made = cls(files, name, workload_metadata, description)
         protocol.check(made.body(files))
-        return made
+        declared = workload.check_rank_count(workload_metadata, has_primary_files=False)
+        if declared.rank_count is None:
+            return made
+        said = traceranks.check(
+            files, declared.rank_count, ignore=ignore_trace_ranks, findings=findings
+        )
+        return replace(made, trace_warnings=tuple(said))
 
     def body(self, files: Sequence[LocalFile]) -> dict[str, Any]:
         return protocol.build_upload_body(

@@ -182,6 +182,7 @@ class Client(BlockingIO):
         progress: ProgressCallback | None = None,
         hash_progress: ProgressCallback | None = None,
         wait: float = 0,
+        ignore_trace_ranks: bool = False,
     ) -> Traceset:
         """Upload files and folders as one traceset; return it, ready.
 
@@ -191,12 +192,18 @@ class Client(BlockingIO):
         ``progress(bytes_sent, bytes_total)`` follows the PUTs, ``hash_progress`` the first
         pass. With ``wait`` seconds, the traceset is returned once the service has inspected
         its traces (see ``wait_for_inspection``).
+
+        The traces' own ranks are read first, as ``tracesets upload`` reads them: traces
+        that contradict the declared rank count (a world size other than it, a rank not
+        below it) raise ``ClientError`` before anything is sent, unless
+        ``ignore_trace_ranks``; the rank count cannot change after upload.
         """
         upload = UploadPlan.checked(
             collect(paths, supporting),
             name=name,
             workload_metadata=workload_metadata,
             description=description,
+            ignore_trace_ranks=ignore_trace_ranks,
         )
         return self.upload_plan(upload, progress=progress, hash_progress=hash_progress, wait=wait)
 

@@ -32,8 +32,8 @@ function showSignIn(message) {
   const form = h('form', { class: 'signin', 'aria-labelledby': 'signin-title' },
     h('h1', { id: 'signin-title', tabindex: -1 }, 'Sign in'),
     h('p', { id: 'token-help' },
-      'Paste the token that ', h('code', {}, 'make serve'), ' (or ', h('code', {}, 'tracesets token create'),
-      ') printed; it starts with ', h('code', {}, 'tsk_'),
+      'Paste the token that ', h('code', {}, 'make serve'), ' printed, or one made with the ',
+      h('code', {}, 'tracesets token create … --data-dir …'), ' command it printed; it starts with ', h('code', {}, 'tsk_'),
       '. It stays in this browser tab only, until you sign out or close the tab.'),
     h('div', { class: 'field' }, h('label', { for: 'token' }, 'Token'), input, error),
     h('div', { class: 'filter-actions' }, button));

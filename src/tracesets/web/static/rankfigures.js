@@ -45,13 +45,22 @@ export function figureBins(inspection, figures) {
   const ranked = figures.filter((r) => Number.isInteger(r.rank));
   const desynced = desyncedRanks(inspection, ranked);
   const per = Math.max(1, Math.ceil(ranked.length / MAX_BARS));
+  const copies = new Map();
+  for (const one of ranked) copies.set(one.rank, (copies.get(one.rank) || 0) + 1);
+  const seen = new Map();
   const bins = [];
   for (let i = 0; i < ranked.length; i += per) {
     const members = ranked.slice(i, i + per);
     const bin = {
       first: members[0].rank, last: members[members.length - 1].rank, size: members.length,
       gpu: null, steps: null, straggler: false, desynced: false,
+      file: members.length === 1 ? traceName(members[0]) : null, copy: 0, copies: 1,
     };
+    if (members.length === 1 && copies.get(bin.first) > 1) {  // a duplicated rank: which trace
+      bin.copies = copies.get(bin.first);
+      bin.copy = (seen.get(bin.first) || 0) + 1;
+      seen.set(bin.first, bin.copy);
+    }
     for (const one of members) {
       bin.straggler ||= Boolean(one.straggler);
       bin.desynced ||= desynced.has(one.rank);
@@ -74,8 +83,19 @@ export function figureBins(inspection, figures) {
   return { bins, per };
 }
 
+/** The file a trace's figures came from: "a.zip!rank0.json" for a member of an archive. */
+function traceName(one) {
+  return one.member ? `${one.file}!${one.member}` : one.file;
+}
+
+/** A bar's rank under the axis: "0 #2" for the second trace of a duplicated rank 0. */
+function rankLabel(bin) {
+  return bin.copies > 1 ? `${formatCount(bin.first)} #${bin.copy}` : formatCount(bin.first);
+}
+
 function span(bin) {
-  return bin.size === 1 ? `rank ${bin.first}` : `ranks ${formatCount(bin.first)}–${formatCount(bin.last)}`;
+  if (bin.size > 1) return `ranks ${formatCount(bin.first)}–${formatCount(bin.last)}`;
+  return bin.copies > 1 ? `rank ${bin.first} #${bin.copy} of ${bin.copies} (${bin.file})` : `rank ${bin.first}`;
 }
 
 function frame(title, desc, width, height, per) {
@@ -86,29 +106,50 @@ function frame(title, desc, width, height, per) {
   return chart;
 }
 
-function axes(chart, width, height, labels, ticks) {
-  const bottom = height - MARGIN.bottom;
-  const plotH = bottom - MARGIN.top;
+/** Pixels an 11 px axis label takes at most per character (system-ui digits are about 6.2,
+ * "m" more): the margins are made wide enough for the labels drawn in them, or the
+ * SVG's edge cuts them ("1976.2 ms" needs some 60 px). */
+const LABEL_CHAR = 7;
+
+/** The margins for these labels: the longest y tick on the left, half the widest rank
+ * number right of the last bar's centre. */
+function margins(ticks, ranks) {
+  const widest = Math.max(...ticks.map(([, text]) => text.length));
+  const rank = Math.max(...ranks.map((text) => text.length));
+  return {
+    ...MARGIN,
+    left: Math.max(MARGIN.left, 8 + 4 + widest * LABEL_CHAR),
+    right: Math.max(MARGIN.right, Math.ceil((rank * LABEL_CHAR) / 2)),
+    rankWidth: rank * LABEL_CHAR,
+  };
+}
+
+function axes(chart, width, height, ranks, ticks) {
+  const margin = margins(ticks, ranks);
+  const bottom = height - margin.bottom;
+  const plotH = bottom - margin.top;
   for (const [fraction, text] of ticks) {
     const y = bottom - fraction * plotH;
     chart.append(
-      svg('line', { class: 'grid', x1: MARGIN.left, x2: width - MARGIN.right, y1: y, y2: y }),
-      svg('text', { class: 'axis-label', x: MARGIN.left - 8, y: y + 4, 'text-anchor': 'end' }, text),
+      svg('line', { class: 'grid', x1: margin.left, x2: width - margin.right, y1: y, y2: y }),
+      svg('text', { class: 'axis-label', x: margin.left - 8, y: y + 4, 'text-anchor': 'end' }, text),
     );
   }
-  chart.append(svg('line', { class: 'axis', x1: MARGIN.left, x2: width - MARGIN.right, y1: bottom, y2: bottom }));
-  const slot = (width - MARGIN.left - MARGIN.right) / labels.length;
-  const step = Math.max(1, Math.ceil(labels.length / Math.max(1, Math.floor((width - MARGIN.left) / 36))));
-  labels.forEach((label, i) => {
+  chart.append(svg('line', { class: 'axis', x1: margin.left, x2: width - margin.right, y1: bottom, y2: bottom }));
+  const plotW = width - margin.left - margin.right;
+  const slot = plotW / ranks.length;
+  const room = Math.max(36, margin.rankWidth + 8);  // a label's width apart, so none overlap
+  const step = Math.max(1, Math.ceil(ranks.length / Math.max(1, Math.floor(plotW / room))));
+  ranks.forEach((text, i) => {
     if (i % step) return;
     chart.append(svg('text', {
-      class: 'axis-label', x: MARGIN.left + (i + 0.5) * slot, y: bottom + 22, 'text-anchor': 'middle',
-    }, formatCount(label)));
+      class: 'axis-label', x: margin.left + (i + 0.5) * slot, y: bottom + 22, 'text-anchor': 'middle',
+    }, text));
   });
   chart.append(svg('text', {
-    class: 'axis-title', x: MARGIN.left + (width - MARGIN.left - MARGIN.right) / 2, y: height - 4, 'text-anchor': 'middle',
+    class: 'axis-title', x: margin.left + plotW / 2, y: height - 4, 'text-anchor': 'middle',
   }, 'rank'));
-  return { bottom, plotH, slot };
+  return { bottom, plotH, slot, left: margin.left };
 }
 
 function percent(part, whole) {
@@ -127,14 +168,16 @@ export function gpuChart(inspection, figures, width) {
   const w = Math.max(280, Math.floor(width));
   const chart = frame('GPU time per rank',
     `${formatCount(bins.length)} bars${perBar(per)}, each 100 % of its GPU span`, w, GPU_HEIGHT, per);
-  const { bottom, plotH, slot } = axes(chart, w, GPU_HEIGHT, bins.map((b) => b.first),
+  const { bottom, plotH, slot, left } = axes(chart, w, GPU_HEIGHT, bins.map(rankLabel),
     [[0, '0 %'], [0.5, '50 %'], [1, '100 %']]);
   const barW = slot >= 4 ? slot * 0.78 : slot;
   bins.forEach((bin, i) => {
-    const x = MARGIN.left + i * slot + (slot - barW) / 2;
+    const x = left + i * slot + (slot - barW) / 2;
     const gpu = bin.gpu;
     let top = bottom;
-    const bar = svg('g', { class: 'gpu-bar', 'data-rank': bin.first, 'data-last-rank': bin.last });
+    const bar = svg('g', {
+      class: 'gpu-bar', 'data-rank': bin.first, 'data-last-rank': bin.last, 'data-file': bin.file,
+    });
     for (const part of PARTS) {
       const value = gpu[part.key];
       const height = (value / gpu.kernelUs) * plotH;
@@ -166,17 +209,18 @@ export function stepChart(inspection, figures, width) {
   const ms = (us) => `${(us / 1000).toFixed(1)} ms`;
   const chart = frame('Median step time per rank',
     `${formatCount(bins.length)} bars${perBar(per)}; the line spans the shortest to the longest step`, w, STEP_HEIGHT, per);
-  const { bottom, plotH, slot } = axes(chart, w, STEP_HEIGHT, bins.map((b) => b.first),
+  const { bottom, plotH, slot, left } = axes(chart, w, STEP_HEIGHT, bins.map(rankLabel),
     [[0, '0'], [0.5, ms(max / 2)], [1, ms(max)]]);
   const barW = slot >= 4 ? slot * 0.78 : slot;
   bins.forEach((bin, i) => {
-    const x = MARGIN.left + i * slot + (slot - barW) / 2;
+    const x = left + i * slot + (slot - barW) / 2;
     const { medianUs, minUs, maxUs, count } = bin.steps;
     const height = Math.max(1, (medianUs / max) * plotH);
     const median = bin.size === 1 ? 'median step' : 'longest median step';
     chart.append(svg('rect', {
       class: `step-bar${bin.straggler ? ' straggler' : ''}`, x, y: bottom - height,
       width: Math.max(barW, 1), height, 'data-rank': bin.first, 'data-last-rank': bin.last, 'data-median-us': medianUs,
+      'data-file': bin.file,
     }, svg('title', {}, `${span(bin)}: ${median} ${ms(medianUs)} of ${formatCount(count)}`
       + (bin.straggler ? (bin.size === 1 ? ' (straggler)' : ' (a straggler among them)') : ''))));
     if (minUs !== null && maxUs !== null && maxUs > minUs) {
@@ -224,7 +268,9 @@ export function figuresBlock(inspection, tracesetId) {
     caption.textContent = 'GPU time as Holistic Trace Analysis counts it, in percent of each rank\'s GPU span; '
       + 'step time is the median of each rank\'s ProfilerStep. '
       + (figures.length < total ? `The first ${formatCount(figures.length)} of ${formatCount(total)} ranks are shown` : `All ${formatCount(total)} ranks are shown`)
-      + (extra ? `; ${extra}` : '.');
+      + (extra ? `; ${extra}` : '.')
+      + ((inspection.duplicateRanks || []).length
+        ? ' A rank with several traces has a bar for each, numbered (0 #1, 0 #2); its tooltip names the file.' : '');
   };
   let lastWidth = 0;
   const draw = () => {
