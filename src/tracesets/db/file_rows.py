@@ -11,10 +11,12 @@ from sqlalchemy import (
     Connection,
     Row,
     Select,
+    and_,
     bindparam,
     func,
     insert,
     null,
+    or_,
     select,
     true,
     update,
@@ -27,7 +29,7 @@ from tracesets.records import (
     Checked,
     StoredFile,
 )
-from tracesets.uploadrequest import FileSpec
+from tracesets.uploadrequest import FileSpec, folders_of, same_name_key
 from tracesets.vocabulary import Status
 
 #: Names compared per statement, well under every backend's limit on bound parameters.
@@ -67,17 +69,54 @@ def _stored(values: Sequence[Any]) -> StoredFile:
     )
 
 
-def files_named(conn: Connection, *, seq: int, names: Sequence[str]) -> dict[str, StoredFile]:
-    """The traceset's files among ``names``, by name: read through the (seq, idx) key and
-    the names asked, never the whole traceset."""
-    found: dict[str, StoredFile] = {}
-    for start in range(0, len(names), _NAMES_PER_QUERY):
-        chunk = names[start : start + _NAMES_PER_QUERY]
+def files_named(
+    conn: Connection, *, seq: int, names: Sequence[str], keys: Sequence[str]
+) -> tuple[dict[str, StoredFile], dict[str, StoredFile]]:
+    """The traceset's files named one of ``names``, by name, and those whose name key is
+    one of ``keys``, by key: read through the indexes of names and keys, never the whole
+    traceset."""
+    named: dict[str, StoredFile] = {}
+    keyed: dict[str, StoredFile] = {}
+    for column, values, found in ((files.c.name, names, named), (files.c.name_key, keys, keyed)):
+        for start in range(0, len(values), _NAMES_PER_QUERY):
+            chunk = values[start : start + _NAMES_PER_QUERY]
+            rows = conn.execute(
+                select(*FILE_COLUMNS, files.c.name_key).where(
+                    files.c.traceset_seq == seq, column.in_(chunk)
+                )
+            )
+            for row in rows:
+                found[row.name if found is named else row.name_key] = _stored(row[:-1])
+    return named, keyed
+
+
+#: Folders looked into per statement: each is a range of the (traceset, key) index.
+_FOLDERS_PER_QUERY = 200
+
+
+def files_in_folders(conn: Connection, *, seq: int, folders: Sequence[str]) -> dict[str, str]:
+    """A file the traceset holds in each of ``folders`` (name keys) that holds any: folder
+    → that file's name. A folder ``k``'s files are the keys from ``k/`` up to ``k0``."""
+    found: dict[str, str] = {}
+    for start in range(0, len(folders), _FOLDERS_PER_QUERY):
+        chunk = folders[start : start + _FOLDERS_PER_QUERY]
+        ranges = [
+            and_(
+                files.c.traceset_seq == seq,
+                files.c.name_key >= f"{folder}/",
+                files.c.name_key < f"{folder}0",
+            )
+            for folder in chunk
+        ]
+        # One file a folder is enough, but a folder of many files must not answer them all.
         rows = conn.execute(
-            select(*FILE_COLUMNS).where(files.c.traceset_seq == seq, files.c.name.in_(chunk))
+            select(files.c.name_key, files.c.name).where(or_(*ranges)).limit(len(chunk) * 4)
         )
-        for row in rows:
-            found[row.name] = _stored(row)
+        wanted = set(chunk)
+        for key, name in rows:
+            for folder in folders_of(key):
+                if folder in wanted:
+                    found.setdefault(folder, name)
     return found
 
 
@@ -97,6 +136,7 @@ def file_row(seq: int, stored: StoredFile) -> dict[str, Any]:
     """The row of ``stored`` in traceset ``seq`` (``asdict`` without its deep copies)."""
     row = {name: getattr(stored, name) for name in _FILE_FIELDS}
     row["traceset_seq"] = seq
+    row["name_key"] = same_name_key(stored.name)
     return row
 
 
