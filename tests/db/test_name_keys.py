@@ -4,6 +4,7 @@ before the keys keep theirs, the first of a traceset's spellings its key."""
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -13,12 +14,19 @@ from alembic.config import Config
 from sqlalchemy import Connection, insert, select, text
 from sqlalchemy.exc import IntegrityError
 
+from tests.server import own_database
 from tracesets.db import engine, file_rows
-from tracesets.db.engine import Database, head_revision, sqlite_url
+from tracesets.db.engine import Database, head_revision, normalize_url, sqlite_url
 from tracesets.db.tables import files, tracesets
 from tracesets.uploadrequest import FileSpec
 
 WHEN = datetime(2026, 12, 2, tzinfo=UTC)
+
+
+def database_url(tmp_path: Path) -> str:
+    """A new database on the run's backend: SQLite, or PostgreSQL when the run has one."""
+    run = os.environ.get("TRACESETS_TEST_DATABASE_URL")
+    return normalize_url(own_database(run)) if run else sqlite_url(tmp_path)
 
 
 def a_traceset(conn: Connection, traceset_id: str) -> int:
@@ -29,7 +37,7 @@ def a_traceset(conn: Connection, traceset_id: str) -> int:
 
 
 def test_two_spellings_of_one_name_cannot_both_be_stored(tmp_path: Path) -> None:
-    db = Database(sqlite_url(tmp_path))
+    db = Database(database_url(tmp_path))
     db.migrate()
     spec = FileSpec("Rank0.json", 1, "primary", None)
     with db.write() as conn:
@@ -45,7 +53,7 @@ def test_two_spellings_of_one_name_cannot_both_be_stored(tmp_path: Path) -> None
 def test_files_stored_before_the_keys_get_theirs_the_first_spelling_first(
     tmp_path: Path,
 ) -> None:
-    url = sqlite_url(tmp_path)
+    url = database_url(tmp_path)
     config = Config()
     config.set_main_option("script_location", str(Path(engine.__file__).with_name("migrations")))
     config.set_main_option("sqlalchemy.url", url)
@@ -63,9 +71,9 @@ def test_files_stored_before_the_keys_get_theirs_the_first_spelling_first(
                 conn.execute(
                     text(
                         "INSERT INTO files (traceset_seq, idx, name, size, role, received) "
-                        "VALUES (:traceset_seq, :idx, :name, :size, 'primary', 0)"
+                        "VALUES (:traceset_seq, :idx, :name, :size, 'primary', :received)"
                     ),
-                    row,
+                    {**row, "received": False},
                 )
     db.migrate()
     assert db._revision() == head_revision()
