@@ -11,13 +11,13 @@ from sqlalchemy import (
     Connection,
     Row,
     Select,
-    and_,
+    TextClause,
     bindparam,
     func,
     insert,
     null,
-    or_,
     select,
+    text,
     true,
     update,
 )
@@ -29,7 +29,7 @@ from tracesets.records import (
     Checked,
     StoredFile,
 )
-from tracesets.uploadrequest import FileSpec, folders_of, same_name_key
+from tracesets.uploadrequest import FileSpec, same_name_key
 from tracesets.vocabulary import Status
 
 #: Names compared per statement, well under every backend's limit on bound parameters.
@@ -90,33 +90,36 @@ def files_named(
     return named, keyed
 
 
-#: Folders looked into per statement: each is a range of the (traceset, key) index.
-_FOLDERS_PER_QUERY = 200
+#: Folders looked into per statement, each a range of the (traceset, key) index.
+_FOLDERS_PER_QUERY = 500
+
+
+def _folders_query(dialect: str, count: int) -> TextClause:
+    """One file in each folder asked, if any: a range of the index each (a statement of
+    ORed ranges built through SQLAlchemy's expressions took 80 ms for 200 folders).
+    PostgreSQL compares the keys in the column's collation, byte order (``C``)."""
+    collate = ' COLLATE "C"' if dialect == "postgresql" else ""
+    rows = ", ".join(f"(:k{at})" for at in range(count))
+    return text(
+        f"WITH asked(folder) AS (VALUES {rows}) "
+        "SELECT folder, (SELECT name FROM files WHERE traceset_seq = :seq "
+        f"AND name_key >= folder || '/'{collate} AND name_key < folder || '0'{collate} "
+        "LIMIT 1) FROM asked"
+    )
 
 
 def files_in_folders(conn: Connection, *, seq: int, folders: Sequence[str]) -> dict[str, str]:
     """A file the traceset holds in each of ``folders`` (name keys) that holds any: folder
-    → that file's name. A folder ``k``'s files are the keys from ``k/`` up to ``k0``."""
+    → that file's name. A folder ``k``'s files are the keys from ``k/`` up to ``k0``
+    (``0`` follows ``/``), in byte order on every backend."""
     found: dict[str, str] = {}
     for start in range(0, len(folders), _FOLDERS_PER_QUERY):
         chunk = folders[start : start + _FOLDERS_PER_QUERY]
-        ranges = [
-            and_(
-                files.c.traceset_seq == seq,
-                files.c.name_key >= f"{folder}/",
-                files.c.name_key < f"{folder}0",
-            )
-            for folder in chunk
-        ]
-        # One file a folder is enough, but a folder of many files must not answer them all.
-        rows = conn.execute(
-            select(files.c.name_key, files.c.name).where(or_(*ranges)).limit(len(chunk) * 4)
-        )
-        wanted = set(chunk)
-        for key, name in rows:
-            for folder in folders_of(key):
-                if folder in wanted:
-                    found.setdefault(folder, name)
+        params: dict[str, Any] = {f"k{at}": folder for at, folder in enumerate(chunk)}
+        query = _folders_query(conn.dialect.name, len(chunk))
+        for folder, name in conn.execute(query, {**params, "seq": seq}):
+            if name is not None:
+                found[folder] = name
     return found
 
 
