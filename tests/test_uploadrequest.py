@@ -248,6 +248,11 @@ def test_a_repeated_name_is_reported_along_with_the_entrys_other_problems() -> N
         "a..b/c",
         ".hidden",
         "東京.log",
+        "...",
+        "a/.b/c.",
+        "rank:0.json",
+        "ab:/x",
+        "1:x",
     ],
 )
 def test_a_relative_path_is_a_file_name(name: str) -> None:
@@ -268,6 +273,14 @@ def test_a_relative_path_is_a_file_name(name: str) -> None:
         ("a\x00b", "NUL"),
         ("x" * 1025, "1,024 bytes"),
         ("", "empty"),
+        ("a//b", "empty segment"),
+        ("a/", "empty segment"),
+        ("a/./b", ". segment"),
+        ("./a/b", ". segment"),
+        ("a/.", ". segment"),
+        ("C:/x", "drive such as C:"),
+        ("C:x", "drive such as C:"),
+        ("c:", "drive such as C:"),
     ],
     ids=[
         "leading-slash",
@@ -281,6 +294,14 @@ def test_a_relative_path_is_a_file_name(name: str) -> None:
         "nul",
         "1025-bytes",
         "empty",
+        "double-slash",
+        "trailing-slash",
+        "dot-middle",
+        "dot-first",
+        "dot-last",
+        "drive-root",
+        "drive-relative",
+        "drive-alone",
     ],
 )
 def test_a_file_name_must_be_a_safe_relative_path(name: str, why: str) -> None:
@@ -392,7 +413,8 @@ def test_every_character_is_refused_in_a_name_exactly_when_the_rule_names_it() -
             category in ("Cc", "Zl", "Zp")
             or code in bidi
             or (category == "Cf" and code not in (0x200C, 0x200D))
-            or code == 0x5C  # a backslash: "/" separates folders
+            # A backslash ("/" separates folders); a colon: "a:b" starts with a drive, a:
+            or code in {0x5C, 0x3A}
         )
         refused += expected
         if (file_name_problem(f"a{chr(code)}b") is not None) != expected:
@@ -410,6 +432,38 @@ def test_names_differing_only_in_ascii_case_are_one_name_and_others_are_not() ->
 def test_a_file_name_of_1024_bytes_accepted_and_1025_refused_counting_utf8() -> None:
     assert read(with_file(name="é" * 512)).files[0].name == "é" * 512
     assert "1,024 bytes" in only_problem(with_file(name="é" * 512 + "a")).message
+
+
+def test_a_name_folded_past_2048_bytes_is_refused() -> None:
+    """U+1D160 (4 bytes) is 12 bytes once normalized: the key names are compared by."""
+    assert read(with_file(name="\U0001d160" * 170)).files
+    problem = only_problem(with_file(name="\U0001d160" * 171))
+    assert "at most 2,048 bytes once Unicode-normalized and case-folded" in problem.message
+
+
+@pytest.mark.parametrize(
+    ("names", "at", "why"),
+    [
+        (
+            ["x", "x/y"],
+            1,
+            'files[0].name "x" would be a file and the folder of files[1].name "x/y"',
+        ),
+        (["x/y/z", "x"], 1, 'files[1].name "x" would be a file and the folder of files[0].name'),
+        (["x/y/z", "X/Y"], 1, 'files[1].name "X/Y" would be a file and the folder of files[0]'),
+        (["caf\u00e9", "cafe\u0301/r.json"], 1, 'files[0].name "caf\u00e9" would be a file'),
+    ],
+    ids=["file-then-folder", "folder-then-file", "case", "nfc"],
+)
+def test_a_name_cannot_be_both_a_file_and_a_folder(names: list[str], at: int, why: str) -> None:
+    problem = only_problem(body(files=files(*names)))
+    assert problem.member == f"files[{at}].name"
+    assert problem.message.startswith(why) and problem.message.endswith("a name cannot be both")
+
+
+def test_names_sharing_a_folder_or_a_prefix_are_different_files() -> None:
+    names = ["x/y", "x/z", "x.json", "xy/z", "x/y.d/z", "y/x"]
+    assert [f.name for f in read(body(files=files(*names))).files] == names
 
 
 def test_a_file_name_with_a_lone_surrogate_is_refused() -> None:

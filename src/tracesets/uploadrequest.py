@@ -24,6 +24,12 @@ MAX_FILE_NAME_BYTES: Final = 1_024
 MAX_FILE_SIZE: Final = 5 * 1024**4  # 5 TiB
 ROLES: Final = ("primary", "supporting")
 _SHA256: Final = re.compile(r"[0-9a-f]{64}")
+#: A Windows drive: ``C:x`` is ``x`` in drive C's current folder, ``C:/x`` its root.
+_DRIVE: Final = re.compile(r"[A-Za-z]:")
+#: The most bytes of a name's ``same_name_key``: case folding and NFC lengthen a few
+#: characters (U+1D160, 4 bytes, folds to 12), and the key is indexed (PostgreSQL's B-tree
+#: entries hold about 2,700 bytes).
+MAX_NAME_KEY_BYTES: Final = 2 * MAX_FILE_NAME_BYTES
 _MEMBERS: Final = frozenset({"name", "description", "files", "workloadMetadata"})
 _FILE_MEMBERS: Final = frozenset({"name", "size", "role", "sha256", "partSize", "partSha256"})
 MIN_PART_SIZE: Final = 5 * 1024**2  # S3's least part (but the last)
@@ -88,11 +94,27 @@ def file_name_problem(name: str) -> str | None:
         return "must not contain a backslash; use / between folders"
     if name.startswith("/"):
         return "must be a relative path (no leading /)"
-    if ".." in name.split("/"):
+    # Names are stored as given, so each file has one spelling: a/./b, a//b, a/b/ and a/b
+    # would be one path on disk, and one download would overwrite the other.
+    segments = name.split("/")
+    if ".." in segments:
         return "must not contain a .. segment"
+    if "." in segments:
+        return "must not contain a . segment (a/./b is a/b: write it so)"
+    if "" in segments:
+        return "must not contain an empty segment (a//b is a/b: write it so; no trailing /)"
+    if _DRIVE.match(name):
+        return "must not start with a drive such as C: (on Windows it leaves the folder saved to)"
     if not is_unicode(name):
         return "must be valid Unicode (no lone surrogates)"
-    return _unsafe_character(name)
+    if (unsafe := _unsafe_character(name)) is not None:
+        return unsafe
+    if not name.isascii() and len(same_name_key(name).encode()) > MAX_NAME_KEY_BYTES:
+        return (
+            f"must be at most {MAX_NAME_KEY_BYTES:,} bytes once Unicode-normalized and "
+            "case-folded, the form names are compared in"
+        )
+    return None
 
 
 def _unsafe_character(name: str) -> str | None:
@@ -138,6 +160,12 @@ def same_name_key(name: str) -> str:
     if name.isascii():  # NFC leaves ASCII as it is, and casefolds it as lower() does
         return name.lower()
     return unicodedata.normalize("NFC", unicodedata.normalize("NFC", name).casefold())
+
+
+def folders_of(key: str) -> list[str]:
+    """The folders a name (or its key) lies in, outermost first: ``a/b/c`` lies in ``a``
+    and ``a/b``."""
+    return [key[:at] for at, char in enumerate(key) if char == "/"]
 
 
 def is_unicode(text: str) -> bool:
@@ -266,21 +294,39 @@ def _check_files(files: JsonValue, problems: list[Problem], max_files: int) -> l
         return []
     specs: list[FileSpec] = []
     seen: dict[str, tuple[int, str]] = {}  # same_name_key → the first entry with it
+    folders: dict[str, tuple[int, str]] = {}  # a folder's key → the first entry in it
     for index, entry in enumerate(files):
         spec = _check_file(index, entry, problems)
         # A repeated name is reported even when the entry is refused for its size or role.
         name = entry.get("name") if isinstance(entry, dict) else None
         if isinstance(name, str) and (spec is not None or file_name_problem(name) is None):
             key = same_name_key(name)
+            within = folders_of(key)
+            why = None
             if key in seen:
-                problems.append(
-                    Problem(f"files[{index}].name", name, _repeated(index, name, *seen[key]))
-                )
+                why = _repeated(index, name, *seen[key])
+            elif key in folders:
+                why = file_and_folder(f'files[{index}].name "{name}"', *folders[key])
+            elif (file := next((seen[f] for f in within if f in seen), None)) is not None:
+                why = file_and_folder(f'files[{file[0]}].name "{file[1]}"', index, name)
+            if why is not None:
+                problems.append(Problem(f"files[{index}].name", name, why))
             else:
                 seen[key] = (index, name)
+                for folder in within:
+                    folders.setdefault(folder, (index, name))
         if spec is not None:
             specs.append(spec)
     return specs
+
+
+def file_and_folder(file: str, index: int, inside: str) -> str:
+    """Why a name (``file``, already shown) cannot be a file: ``files[index]``, ``inside``,
+    lies in a folder of that name (up to case and NFC)."""
+    return (
+        f'{file} would be a file and the folder of files[{index}].name "{inside}": '
+        "a name cannot be both"
+    )
 
 
 def _repeated(index: int, name: str, first: int, first_name: str) -> str:

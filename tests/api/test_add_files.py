@@ -217,3 +217,54 @@ def test_hundreds_of_ranks_adding_at_once_all_get_in(
     assert all(f["received"] for f in files)
     got = api.get(f"/api/v1/tracesets/{traceset_id}/files/rank200.json", follow_redirects=True)
     assert got.content == b"trace of rank 200"
+
+
+@pytest.mark.parametrize(
+    ("first", "again", "why"),
+    [
+        ("Rank0.json", "rank0.json", 'the same name as "Rank0.json", already in this traceset'),
+        ("caf\u00e9.json", "cafe\u0301.json", "once Unicode-normalized (NFC) and case-folded"),
+        ("job.json", "JOB.JSON", 'the same name as "job.json"'),
+        ("x", "X/y.json", 'would lie in "x", already in this traceset as a file'),
+        ("x/y/z.json", "X/Y", 'would be a file and the folder of "x/y/z.json"'),
+    ],
+    ids=["case", "nfc", "case-of-upload-urls-file", "in-a-file", "folder-of-a-file"],
+)
+def test_a_name_of_one_file_spelled_otherwise_is_409(
+    api: httpx.Client, first: str, again: str, why: str
+) -> None:
+    """Upload-url's rule for names against the files already stored: a later request cannot
+    add what would be the same file, or a folder of one, on some disk."""
+    traceset_id = pending(api)
+    if first != "job.json":  # else the file upload-url declared
+        assert add(api, traceset_id, spec(first, b"first")).status_code == 201
+    answer = add(api, traceset_id, spec("rank1.json", b"one"), spec(again, b"second"))
+    assert answer.status_code == 409, answer.text
+    [problem] = problems(answer)
+    assert (problem["member"], problem["value"]) == ("files[1].name", again)
+    assert problem["message"].startswith(f'files[1].name "{again}"')
+    assert why in problem["message"]
+    names = {f["name"] for f in api.get(f"/api/v1/tracesets/{traceset_id}").json()["files"]}
+    assert names == {"job.json", first}  # rank1 was not added either
+
+
+def test_two_spellings_of_one_name_added_at_once_add_one_file(
+    server: ServerProcess, api: httpx.Client
+) -> None:
+    """Pairs of requests at once, each adding one name spelled two ways: one is added, the
+    other answered 409, whichever comes first."""
+    tracesets = [pending(api) for _ in range(8)]
+    headers = api.headers
+
+    def one(job: tuple[str, str]) -> int:
+        traceset_id, name = job
+        with httpx.Client(base_url=server.url, headers=headers, timeout=60) as client:
+            return add(client, traceset_id, spec(name, name.encode())).status_code
+
+    jobs = [(t, name) for t in tracesets for name in ("Rank0.json", "rank0.json", "RANK0.json")]
+    with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+        statuses = list(pool.map(one, jobs))
+    for at, traceset_id in enumerate(tracesets):
+        assert sorted(statuses[3 * at : 3 * at + 3]) == [201, 409, 409]
+        files = api.get(f"/api/v1/tracesets/{traceset_id}").json()["files"]
+        assert len(files) == 2 and files[1]["name"].lower() == "rank0.json"

@@ -69,3 +69,38 @@ def test_safe_unicode_names_round_trip(api: httpx.Client) -> None:
     for name, data in names.items():
         got = api.get(f"/api/v1/tracesets/{traceset['id']}/files/{name}", follow_redirects=True)
         assert got.status_code == 200 and got.content == data
+
+
+@pytest.mark.parametrize(
+    ("name", "rule"),
+    [
+        ("a//b.json", "must not contain an empty segment"),
+        ("a/b/", "must not contain an empty segment"),
+        ("a/./b.json", "must not contain a . segment"),
+        ("./a.json", "must not contain a . segment"),
+        ("C:/x.json", "must not start with a drive such as C:"),
+        ("C:x.json", "must not start with a drive such as C:"),
+    ],
+    ids=["double-slash", "trailing-slash", "dot", "dot-first", "drive-root", "drive-relative"],
+)
+def test_a_path_not_in_its_one_spelling_is_refused(api: httpx.Client, name: str, rule: str) -> None:
+    """Each of these is another spelling of a path (or leaves the folder on Windows): two
+    files would be saved as one."""
+    answer = declare(api, "a/b.json", name)
+    assert answer.status_code == 400, answer.text
+    (problem,) = problems(answer)
+    assert (problem["member"], problem["value"]) == ("files[1].name", name)
+    assert problem["message"].startswith(f"files[1].name {rule}")
+    assert api.get("/api/v1/tracesets").json()["items"] == []
+
+
+def test_a_name_that_is_the_folder_of_another_is_refused(api: httpx.Client) -> None:
+    answer = declare(api, "ranks/0.json", "Ranks")
+    assert answer.status_code == 400, answer.text
+    (problem,) = problems(answer)
+    assert (problem["member"], problem["value"]) == ("files[1].name", "Ranks")
+    assert problem["message"] == (
+        'files[1].name "Ranks" would be a file and the folder of files[0].name "ranks/0.json": '
+        "a name cannot be both"
+    )
+    assert api.get("/api/v1/tracesets").json()["items"] == []

@@ -64,3 +64,26 @@ def test_the_async_twin_adds_files(server: ServerProcess, workspace_token: str) 
             return [u.name for u in added.uploads]
 
     assert asyncio.run(run()) == ["rank1.json"]
+
+
+@pytest.mark.parametrize(
+    ("names", "why"),
+    [
+        (["a//b.json"], "empty segment"),
+        (["./a.json"], ". segment"),
+        (["C:x.json"], "drive such as C:"),
+        (["x", "x/y.json"], "a file and the folder of"),
+    ],
+    ids=["empty-segment", "dot-segment", "drive", "file-and-folder"],
+)
+def test_names_not_in_one_spelling_are_refused_before_they_are_sent(
+    server: ServerProcess, workspace_token: str, make_client: MakeClient, names: list[str], why: str
+) -> None:
+    entries = [entry(name, b"x") for name in names]
+    with make_client(server.url, workspace_token) as client:
+        with pytest.raises(ClientError, match=why) as refused:
+            client.add_files("0" * 32, entries)
+        assert refused.value.sent is False
+        with pytest.raises(ClientError, match=why) as refused:
+            client.request_upload_urls(name="job", files=entries, workload_metadata=RANKS_2)
+        assert refused.value.sent is False

@@ -47,6 +47,7 @@ def test_every_read_of_files_gives_what_their_columns_say(tmp_path: Path) -> Non
                     "traceset_seq": seq,
                     "idx": idx,
                     "name": name,
+                    "name_key": name.upper(),  # not the service's keys: each read by its own
                     "size": size,
                     "role": role,
                     "sha256_declared": None if idx == 1 else f"{idx}" * 64,
@@ -72,8 +73,13 @@ def test_every_read_of_files_gives_what_their_columns_say(tmp_path: Path) -> Non
         expected = [by_name(row) for row in conn.execute(select(files).order_by(files.c.idx))]
         assert file_rows.files_from(conn, seq=seq, start=0, limit=None) == expected
         assert file_rows.files_from(conn, seq=seq, start=1, limit=1) == expected[1:2]
-        named = file_rows.files_named(conn, seq=seq, names=["rank1.json", "rank0.json"])
+        named, keyed = file_rows.files_named(
+            conn, seq=seq, names=["rank1.json", "rank0.json"], keys=["LOGS/RUN.TXT", "rank1.json"]
+        )
         assert named == {"rank0.json": expected[0], "rank1.json": expected[2]}
+        assert keyed == {"LOGS/RUN.TXT": expected[1]}
+        in_folders = file_rows.files_in_folders(conn, seq=seq, folders=["LOGS", "RANK0.JSON"])
+        assert in_folders == {"LOGS": "logs/run.txt"}
     assert expected[0].checked_by == "sha256" and expected[2].upload_id == "up-2"
     for record in expected:
         for found in (

@@ -126,8 +126,10 @@ async def get_upload_status(
     description="Declares more files by upload-url's rules and answers an upload entry for "
     "each, as upload-url does: each rank of a job can add its own file. A file declared again "
     "with the same size, role and sha256 is answered again (only what has not arrived; nothing "
-    "once all its bytes have); the same name declared otherwise is 409, as is any request once "
-    "the traceset is no longer pending. Nothing is added when any check fails.",
+    "once all its bytes have); the same name declared otherwise is 409, and so is a stored "
+    "name spelled otherwise (up to case or NFC), or a name that would be the folder of a stored "
+    "file or lie in one, as is any request once the traceset is no longer pending. Nothing is "
+    "added when any check fails.",
     response_model=UploadUrlResponse,
     responses=errors(400, 401, 403, 404, 408, 409, 413, 415, 429),
     openapi_extra=json_body("AddFilesRequest"),

@@ -32,7 +32,7 @@ from tracesets.client.answers import (
     WhoamiAnswer,
 )
 from tracesets.client.calls import Calls
-from tracesets.client.downloads import DownloadSummary, adding, choose, clear, inside, tally
+from tracesets.client.downloads import DownloadSummary, adding, choose, clear, places, tally
 from tracesets.client.errors import ClientError
 from tracesets.client.files import (
     LocalFile,
@@ -354,10 +354,10 @@ class ClientCore(Calls):
         if isinstance(traceset, str):
             traceset = yield from self._get_flow(traceset)
         files: list[FileLike] = choose(traceset.files, names)
-        places = [(f, inside(dest, f.name)) for f in files]  # every name checked first
+        chosen = places(dest, files)  # every name checked first
         counter = ProgressCounter(sum(f.size for f in files), progress)
         counter.start()
-        flows = [self._download_one_flow(traceset.id, f, p, counter) for f, p in places]
+        flows = [self._download_one_flow(traceset.id, f, p, counter) for f, p in chosen]
         outcomes = yield Each(cast(list[Generator[Any, Any, Any]], flows))
         return tally(outcomes, time.monotonic() - started, dest)
 

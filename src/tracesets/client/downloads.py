@@ -17,6 +17,7 @@ from tracesets.client.answers import FileLike
 from tracesets.client.errors import ClientError
 from tracesets.client.files import CHUNK, PathLike
 from tracesets.client.progress import ProgressCallback, ProgressCounter
+from tracesets.uploadrequest import folders_of, same_name_key
 
 F = TypeVar("F", bound=FileLike)
 
@@ -33,11 +34,43 @@ class DownloadSummary:
 
 
 def inside(dest: PathLike, name: str) -> Path:
-    """Where ``name`` goes under ``dest``, keeping its relative path; never outside it."""
+    """Where ``name`` goes under ``dest``, keeping its relative path; never outside it (a
+    drive such as ``C:`` leaves it on Windows, so that is checked on the joined path)."""
     relative = PurePosixPath(name)
-    if relative.is_absolute() or ".." in relative.parts:
+    folder = Path(dest)
+    place = folder.joinpath(*relative.parts)
+    if relative.is_absolute() or ".." in relative.parts or not place.is_relative_to(folder):
         raise ClientError(f"Refusing to save {name!r} outside {dest}", sent=False)
-    return Path(dest).joinpath(*relative.parts)
+    return place
+
+
+def places(dest: PathLike, files: Iterable[F]) -> list[tuple[F, Path]]:
+    """Where each file goes under ``dest``, every name checked before any byte is fetched.
+
+    Tracesets stored before names had one spelling each may hold two names of one path
+    (``a/b`` and ``a//b``, ``a/./b``; ``Rank0.json`` and ``rank0.json`` on macOS and
+    Windows) or a file named as another's folder (``x`` beside ``x/y``): saved together,
+    one would overwrite the other or fail halfway, so such a download is refused, naming
+    both; each can be downloaded alone, by name, into a folder of its own.
+    """
+    chosen = [(file, inside(dest, file.name)) for file in files]
+    seen: dict[str, str] = {}  # the key of a place under dest → the name saved there
+    folders: dict[str, str] = {}  # the key of a folder made under dest → a name in it
+    for file, place in chosen:
+        key = same_name_key("/".join(place.relative_to(dest).parts))
+        within = folders_of(key)
+        other = seen.get(key) or folders.get(key)
+        other = other or next((seen[f] for f in within if f in seen), None)
+        if other is not None:
+            raise ClientError(
+                f"{other!r} and {file.name!r} would be saved as one path in {dest}: "
+                "download each alone (by name) into a folder of its own",
+                sent=False,
+            )
+        seen[key] = file.name
+        for folder in within:
+            folders.setdefault(folder, file.name)
+    return chosen
 
 
 def choose(files: Iterable[F], names: Iterable[str] | None) -> list[F]:

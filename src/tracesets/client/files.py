@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+import secrets
 import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, BinaryIO, Final
 
 from tracesets.client.answers import TracesetAnswer, UploadStatusAnswer, UploadTargetLike
 from tracesets.client.errors import ClientError
@@ -291,17 +292,34 @@ def download_target(dest: PathLike, name: str) -> Path:
     return path
 
 
+#: Windows would translate line ends of a file opened without it.
+_BINARY: Final = getattr(os, "O_BINARY", 0)
+
+
+def _partial_beside(target: Path) -> tuple[Path, BinaryIO]:
+    """A new file beside ``target``, its own: a random name, created only if absent
+    (``O_EXCL``), so two downloads to one target, in one process or several, never write
+    into one partial file. Made as ``open`` makes files (the umask's mode), unlike
+    ``tempfile``'s, which only their owner may read once renamed into place."""
+    while True:
+        partial = target.with_name(f".{target.name}.{secrets.token_hex(8)}.part")
+        try:
+            out = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _BINARY, 0o666)
+        except FileExistsError:
+            continue
+        return partial, os.fdopen(out, "wb")
+
+
 class Download:
     """Bytes written beside their target, checked, then renamed into place: never half a file."""
 
     def __init__(self, target: Path, sha256: str | None) -> None:
         self.target = target
         self.expected = sha256
-        self.partial = target.with_name(f".{target.name}.{os.getpid()}.part")
         self.digest = hashlib.sha256()
         self.size = 0
         target.parent.mkdir(parents=True, exist_ok=True)
-        self._out = self.partial.open("wb")
+        self.partial, self._out = _partial_beside(target)
 
     def write(self, chunk: bytes) -> None:
         self._out.write(chunk)

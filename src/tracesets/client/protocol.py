@@ -192,7 +192,10 @@ def traceset_path(traceset_id: str, *rest: str) -> str:
 
 
 def file_path(traceset_id: str, name: str) -> str:
-    return traceset_path(traceset_id, "files", quote(name, safe="/"))
+    """The file's route. A ``.`` segment, which a name stored before the service refused
+    them may hold, is sent encoded: written as is, URLs drop it, naming another file."""
+    segments = ("%2E" if part == "." else quote(part, safe="") for part in name.split("/"))
+    return traceset_path(traceset_id, "files", "/".join(segments))
 
 
 def parse(model: type[Model], response: httpx.Response, what: str) -> Model:

@@ -23,6 +23,10 @@ from sqlalchemy import (
 #: SQLite only auto-increments an INTEGER PRIMARY KEY; PostgreSQL gets a BIGINT identity.
 Seq = BigInteger().with_variant(Integer(), "sqlite")
 
+#: Compared by bytes on both backends, so the names in a folder ``k`` are the keys from
+#: ``k/`` up to ``k0`` (``0`` follows ``/``) under any database collation.
+NameKey = Text().with_variant(Text(collation="C"), "postgresql")
+
 metadata = MetaData()
 
 tokens = Table(
@@ -89,6 +93,8 @@ files = Table(
     # How complete found the file whole (storage.base.Checked): who vouched, and the value.
     Column("checked_by", String(32), nullable=True),
     Column("checked_checksum", String(128), nullable=True),
+    # uploadrequest.same_name_key(name), unique in the traceset (migration 0011).
+    Column("name_key", NameKey, nullable=True),
 )
 
 inspections = Table(

@@ -15,10 +15,10 @@ from tracesets.db import file_rows, idempotency, queries
 from tracesets.problems import Conflict, Problem, Unprocessable
 from tracesets.records import StoredFile, Traceset
 from tracesets.service.core import not_found, parse_body, utcnow
+from tracesets.service.names import stored_alike
 from tracesets.service.targets import Targets, UploadTarget
 from tracesets.storage.base import UploadPlan, blob_key
 from tracesets.uploadrequest import (
-    FileSpec,
     PartDigests,
     UploadRequest,
     read_file_additions,
@@ -33,24 +33,6 @@ def new_traceset_id() -> str:
     without building a ``UUID`` (3 % of upload-url's time on the event loop). The
     system's random bytes, as ``uuid4`` and ``secrets`` take them."""
     return os.urandom(16).hex()
-
-
-def _refuse_redeclared(specs: list[FileSpec], earlier: dict[str, StoredFile]) -> None:
-    """A name the traceset holds may be declared again only exactly as it was."""
-    conflicts = [
-        Problem(
-            f"files[{index}].name",
-            spec.name,
-            f'files[{index}].name "{spec.name}" is already in this traceset with another '
-            f"size, role or sha256",
-        )
-        for index, spec in enumerate(specs)
-        if (stored := earlier.get(spec.name)) is not None
-        and (stored.size, stored.role, stored.sha256_declared)
-        != (spec.size, spec.role, spec.sha256)
-    ]
-    if conflicts:
-        raise Conflict.of(conflicts)
 
 
 def _planned(traceset: Traceset, plans: list[UploadPlan]) -> list[UploadTarget]:
@@ -223,8 +205,10 @@ class Uploads(Targets):
 
         A file declared again exactly as before (a retried rank) is answered again, its
         missing bytes only; one whose bytes have all arrived has nothing left to send and
-        gets no entry. Indices are taken under the traceset's lock, so any number of
-        concurrent requests each get their own.
+        gets no entry. Indices are taken and names compared (``stored_alike``) under the
+        traceset's lock, so any number of concurrent requests each get their own, and of
+        two that add one name spelled two ways only the first succeeds (the unique index
+        of name keys holds that in the database whatever the path).
         """
         parsed = parse_body(body)
         with self.db.read() as conn:  # another workspace's traceset is 404 whatever the body
@@ -261,8 +245,7 @@ class Uploads(Targets):
                         )
                     ]
                 )
-            earlier = file_rows.files_named(conn, seq=seq, names=[f.name for f in specs])
-            _refuse_redeclared(specs, earlier)
+            earlier = stored_alike(conn, seq, specs)
             new = [f for f in specs if f.name not in earlier]
             first = file_rows.file_count(conn, seq=seq)
             if first + len(new) > self.limits.max_files:

@@ -102,8 +102,11 @@ class UploadFileSpec(BaseModel):
     name: str = Field(
         min_length=1,
         max_length=1024,
-        description="Relative path, unique within the traceset: no leading /, no .. segment, no "
-        "backslash, no NUL, at most 1,024 bytes.",
+        description="Relative path in its one spelling, unique within the traceset: no "
+        "leading /, no .. or . segment, no empty segment (// or a trailing /), no drive "
+        "(C:), no backslash, no NUL, no control or invisible formatting character, at most "
+        "1,024 bytes. Names equal up to case or Unicode normalization (NFC) are one name, "
+        "and a name cannot be both a file and the folder of another (x beside x/y).",
     )
     size: int = Field(ge=0, le=5 * 1024**4, description="Size in bytes, 0 to 5 TiB.")
     role: Literal["primary", "supporting"]
