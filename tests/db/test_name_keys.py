@@ -60,7 +60,7 @@ def test_files_stored_before_the_keys_get_theirs_the_first_spelling_first(
     db = Database(url)
     with db.engine.connect() as conn:
         config.attributes["connection"] = conn
-        command.upgrade(config, "0010")
+        command.upgrade(config, "0011")  # the revision before the keys
         conn.commit()
     names = ["b/x.json", "Rank0.json", "caf\u00e9", "rank0.json", "cafe\u0301", "RANK0.JSON"]
     with db.engine.begin() as conn:

@@ -8,8 +8,8 @@ and a folder. Files stored before this revision get their key, except a later fi
 key an earlier one of its traceset took already: it keeps none (its name still downloads
 and serves as before, and later declarations are compared with the earlier file).
 
-Revision ID: 0011
-Revises: 0010
+Revision ID: 0012
+Revises: 0011
 Create Date: 2026-12-01
 """
 
@@ -20,8 +20,8 @@ from alembic import op
 
 from tracesets.uploadrequest import same_name_key
 
-revision = "0011"
-down_revision = "0010"
+revision = "0012"
+down_revision = "0011"
 branch_labels = None
 depends_on = None
 
