@@ -71,7 +71,11 @@ def test_a_store_folder_gone_is_not_ready(own_server: ServerProcess) -> None:
     answer = httpx.get(f"{own_server.url}/readyz", timeout=60)
     assert answer.status_code == 503, answer.text
     assert answer.json()["errors"] == [
-        {"member": "store", "value": None, "message": "The file store did not answer (RuntimeError)"}
+        {
+            "member": "store",
+            "value": None,
+            "message": "The file store did not answer (RuntimeError)",
+        }
     ]
     assert str(own_server.data_dir) not in answer.text  # the folder is for the log only
     (own_server.data_dir / "blobs-away").rename(blobs)

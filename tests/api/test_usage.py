@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.flows import RANKS_8, problems, request_urls, send, spec, upload
+from tests.flows import problems, request_urls, send, spec, upload
 from tests.server import FRESH_CONNECTIONS, ServerProcess, uses_s3
 
 QUOTA = 1000
