@@ -1,9 +1,9 @@
 """What a workspace holds, summed by the database: tracesets by status, files and bytes.
 
 Two aggregate statements, whatever the number of files: the workspace's tracesets are
-found by ``ix_tracesets_workspace_seq`` and each one's files by the files' primary key
-(``traceset_seq``, ``idx``), so no row is read outside the workspace and none reaches
-Python (``tests/test_usage_statements.py`` holds the plans to it).
+found by an index of theirs that leads with the workspace, and each one's files by the
+files' primary key (``traceset_seq``, ``idx``), so no row is read outside the workspace
+and none reaches Python (``tests/test_usage_statements.py`` holds SQLite's plans to it).
 """
 
 from __future__ import annotations
