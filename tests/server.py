@@ -207,6 +207,20 @@ class ServerProcess:
         finally:
             engine.dispose()
 
+    def execute(self, sql: str) -> None:
+        """Change the service's database directly, committed (a test's doing behind its back)."""
+        from sqlalchemy import create_engine, text
+
+        from tracesets.db.engine import normalize_url
+
+        url = self.env.get("DATABASE_URL") or f"sqlite:///{self.data_dir / 'tracesets.db'}"
+        engine = create_engine(normalize_url(url))
+        try:
+            with engine.begin() as conn:
+                conn.execute(text(sql))
+        finally:
+            engine.dispose()
+
     def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
         """Run the ``tracesets`` command with this service's settings and data folder."""
         return subprocess.run(

@@ -79,3 +79,16 @@ def test_the_serving_process_keeps_idle_connections_as_set(tmp_path: Path) -> No
     env = {"TRACESETS_KEEP_ALIVE": "7"}
     assert uvicorn_options(Settings.from_env(env, data_dir=tmp_path))["timeout_keep_alive"] == 7
     assert uvicorn_options(Settings.from_env({}, data_dir=tmp_path))["timeout_keep_alive"] == 65
+
+
+def test_a_quota_is_off_unless_set_to_whole_bytes_from_0(tmp_path: Path) -> None:
+    assert Settings.from_env({}, data_dir=tmp_path).quota_bytes is None
+    for raw, expected in (("0", 0), ("1073741824", 1 << 30), (" 5 ", 5), ("", None)):
+        env = {"TRACESETS_QUOTA_BYTES": raw}
+        assert Settings.from_env(env, data_dir=tmp_path).quota_bytes == expected
+    for raw in ("-1", "1.5", "1e9", "10GB", "١٢"):
+        with pytest.raises(SettingsError) as refused:
+            Settings.from_env({"TRACESETS_QUOTA_BYTES": raw}, data_dir=tmp_path)
+        assert str(refused.value) == (
+            f"TRACESETS_QUOTA_BYTES must be a whole number of at least 0; got {raw!r}"
+        )

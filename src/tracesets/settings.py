@@ -27,6 +27,7 @@
 | ``TRACESETS_MAX_CONNECTIONS`` | from the open-file limit | requests one process serves at once (503 beyond); more idle connections are closed |
 | ``TRACESETS_INSPECT_IN_SERVICE`` | ``1`` | ``0``: service processes leave inspection to ``tracesets worker`` processes |
 | ``TRACESETS_INSPECTION_LEASE`` | ``60`` | seconds a dead process's claim on a file it was inspecting holds before another takes it over |
+| ``TRACESETS_QUOTA_BYTES`` | none | bytes a workspace may hold, stored or declared in pending tracesets (413 beyond) |
 """
 
 from __future__ import annotations
@@ -85,6 +86,16 @@ def _switch(env: Mapping[str, str], name: str, default: bool) -> bool:
     return raw in ("1", "true", "yes")
 
 
+def _whole_or_none(env: Mapping[str, str], name: str) -> int | None:
+    """A whole number of at least 0, or None when unset (the setting is off)."""
+    raw = (env.get(name) or "").strip()
+    if raw == "":
+        return None
+    if not (raw.isascii() and raw.isdigit()):
+        raise SettingsError(f"{name} must be a whole number of at least 0; got {raw!r}")
+    return int(raw)
+
+
 def _bounded(env: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
     raw = env.get(name)
     if low == 0 and raw is not None and raw.isdigit() and int(raw) == 0:
@@ -122,6 +133,7 @@ class Settings:
     max_connections: int | None = None  # None: what the open-file limit allows
     inspect_in_service: bool = True
     inspection_lease: int = 60
+    quota_bytes: int | None = None  # None: no quota
 
     @classmethod
     def from_env(
@@ -180,6 +192,7 @@ class Settings:
             max_connections=_positive_int(env, "TRACESETS_MAX_CONNECTIONS", 0) or None,
             inspect_in_service=_switch(env, "TRACESETS_INSPECT_IN_SERVICE", True),
             inspection_lease=_bounded(env, "TRACESETS_INSPECTION_LEASE", 60, 1, 86_400),
+            quota_bytes=_whole_or_none(env, "TRACESETS_QUOTA_BYTES"),
         )
 
     def signing_secret(self) -> bytes:

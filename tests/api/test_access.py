@@ -9,8 +9,9 @@ from tests.flows import problems, upload
 from tests.server import FRESH_CONNECTIONS, ServerProcess
 
 
-def test_healthz_needs_no_token(server: ServerProcess) -> None:
-    assert httpx.get(f"{server.url}/healthz", timeout=60).status_code == 200
+@pytest.mark.parametrize("path", ["/healthz", "/livez", "/readyz"])
+def test_probes_need_no_token(server: ServerProcess, path: str) -> None:
+    assert httpx.get(f"{server.url}{path}", timeout=60).status_code == 200
 
 
 @pytest.mark.parametrize(

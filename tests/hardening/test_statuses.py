@@ -24,6 +24,7 @@ from tests.flows import RANKS_8, request_urls, send, spec, upload
 from tests.hardening.service import DOCUMENT, TOKEN, hardening_process
 from tests.hardening.stall import PATIENCE, connect, read_answer, stalled
 from tests.server import FRESH_CONNECTIONS, ServerProcess, uses_s3
+from tracesets.db.engine import head_revision
 
 DOCUMENTED = sorted(
     (operation["operationId"], int(status))
@@ -95,6 +96,7 @@ STRAINED = {
     "impatient": {"TRACESETS_BODY_IDLE_TIMEOUT": "1"},
     "one-upload": {"TRACESETS_MAX_CONCURRENT_UPLOADS": "1", "TRACESETS_UPLOAD_WAIT": "1"},
     "crowded": {"TRACESETS_MAX_CONNECTIONS": "2"},
+    "behind": {},  # its database is then set a migration back: not ready
 }
 
 Request = tuple[str, str, dict[str, Any]]  # method, path, httpx keyword arguments
@@ -121,6 +123,9 @@ ROUTES: dict[str, Callable[[Reach], Request]] = {
     "download_file": lambda r: ("GET", f"/api/v1/tracesets/{r.ready()}/files/rank0.json", {}),
     "list_files": lambda r: ("GET", f"/api/v1/tracesets/{r.ready()}/files", {}),
     "healthz": lambda r: ("GET", "/healthz", {}),
+    "livez": lambda r: ("GET", "/livez", {}),
+    "readyz": lambda r: ("GET", "/readyz", {}),
+    "usage": lambda r: ("GET", "/api/v1/usage", {}),
     "whoami": lambda r: ("GET", "/api/v1/whoami", {}),
 }
 
@@ -137,6 +142,7 @@ OTHER_SCOPE = {
     "list_tracesets": "promote",
     "download_file": "promote",
     "list_files": "promote",
+    "usage": "promote",
 }
 
 
@@ -250,6 +256,15 @@ def idempotency_conflict(reach: Reach) -> httpx.Response:
         first = {"name": "a", "files": [spec("a", b"x", role="supporting")]}
         assert api.post("/api/v1/tracesets/upload-url", json=first, headers=key).is_success
         return api.post("/api/v1/tracesets/upload-url", json={**first, "name": "b"}, headers=key)
+
+
+def not_ready(reach: Reach) -> httpx.Response:
+    """/readyz of a service whose database is a migration behind this version's."""
+    server = reach.strained("behind")
+    server.execute(f"UPDATE alembic_version SET version_num = '{int(head_revision()) - 1:04d}'")
+    answer = httpx.get(f"{server.url}/readyz", timeout=60)
+    assert answer.json()["errors"][0]["member"] == "migrations"
+    return answer
 
 
 def put_bytes(url: str, data: bytes) -> httpx.Response:
@@ -367,6 +382,10 @@ TABLE: dict[tuple[str, int], Callable[[Reach], httpx.Response]] = {
     ("download_signed_file", 403): lambda r: httpx.get(altered(r.signed("GET")[0]), timeout=60),
     ("download_signed_file", 404): lambda r: httpx.get(r.orphaned("GET"), timeout=60),
     ("healthz", 200): lambda r: _send(r, ROUTES["healthz"](r)),
+    ("livez", 200): lambda r: _send(r, ROUTES["livez"](r), token=None),
+    ("readyz", 200): lambda r: _send(r, ROUTES["readyz"](r), token=None),
+    ("readyz", 503): not_ready,
+    ("usage", 200): lambda r: _send(r, ROUTES["usage"](r), token=r.scoped("read")),
     ("whoami", 200): lambda r: _send(r, ROUTES["whoami"](r), token=r.scoped("promote")),
 }
 

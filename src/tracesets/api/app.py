@@ -20,7 +20,7 @@ from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp
 
 from tracesets import web
-from tracesets.api import access, blobs, front, hot, openapi, render, routes
+from tracesets.api import access, blobs, front, health, hot, openapi, render, routes, usage
 from tracesets.api.compression import CompressAnswers
 from tracesets.api.guards import (
     OUT_OF_DESCRIPTORS,
@@ -50,7 +50,6 @@ from tracesets.service.transfers import LocalTransfers
 from tracesets.settings import DEFAULT_WORKSPACE, Settings
 from tracesets.storage.local import LocalBlobStore
 from tracesets.version import __version__
-from tracesets.wire import Health
 
 log = logging.getLogger("tracesets")
 
@@ -65,7 +64,11 @@ def build_service(settings: Settings) -> tuple[TracesetService, LocalTransfers |
     db.migrate()
     if settings.bootstrap_token is not None:
         tokens.ensure(db, settings.bootstrap_token, workspace=DEFAULT_WORKSPACE, name="bootstrap")
-    limits = Limits(max_files=settings.max_files, max_metadata_bytes=settings.max_metadata_bytes)
+    limits = Limits(
+        max_files=settings.max_files,
+        max_metadata_bytes=settings.max_metadata_bytes,
+        quota_bytes=settings.quota_bytes,
+    )
     store = open_store(settings, url_path=blobs.BLOB_ROUTE)
     if not isinstance(store, LocalBlobStore):
         return TracesetService(db, store, limits), None
@@ -259,16 +262,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(
         IdleBodyTimeout, timeout=settings.body_idle_timeout, min_rate=settings.min_body_rate
     )
+    app.include_router(health.router)
     app.include_router(access.router)
+    app.include_router(usage.router)
     app.include_router(routes.router)
     app.include_router(blobs.router)
     app.include_router(web.router)
     hot.serve_hot_routes(app.router.routes, routes.router, blobs.router)
-
-    @app.get("/healthz", tags=["service"], summary="Liveness", operation_id="healthz")
-    async def healthz() -> Health:
-        return Health(status="ok")
-
     own_concrete_paths(app.router.routes)
     _install_error_handlers(app)
     app.add_middleware(CompressAnswers)

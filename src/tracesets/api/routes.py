@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from functools import partial
-from typing import Annotated, Final
+from typing import Annotated, Any, Final
 
 import orjson
 from fastapi import APIRouter, Depends, Header, Query, Response
@@ -64,6 +64,15 @@ IDEMPOTENCY_KEY: Final = Header(
     "the first request made, with fresh URLs; the same key with another body is 422.",
 )
 IdempotencyKey = Annotated[str | None, IDEMPOTENCY_KEY]
+#: upload-url's and add-files' 413: a body too large, or files past the workspace's quota.
+PAST_QUOTA: Final[dict[int | str, dict[str, Any]]] = {
+    413: {
+        **errors(413)[413],
+        "description": "The request body is larger than 4 MiB, or the files it declares would "
+        "take the workspace past its quota of bytes stored or declared "
+        "(`TRACESETS_QUOTA_BYTES`); nothing is stored.",
+    }
+}
 
 
 @router.post(
@@ -74,7 +83,7 @@ IdempotencyKey = Annotated[str | None, IDEMPOTENCY_KEY]
     "pending traceset and answers one signed upload URL per file. Nothing is stored when any "
     "check fails; every problem found is listed.",
     response_model=UploadUrlResponse,
-    responses=errors(400, 401, 403, 408, 413, 415, 422, 429),
+    responses={**errors(400, 401, 403, 408, 413, 415, 422, 429), **PAST_QUOTA},
     openapi_extra=json_body("UploadUrlRequest"),
 )
 async def request_upload_urls(
@@ -131,7 +140,7 @@ async def get_upload_status(
     "file or lie in one, as is any request once the traceset is no longer pending. Nothing is "
     "added when any check fails.",
     response_model=UploadUrlResponse,
-    responses=errors(400, 401, 403, 404, 408, 409, 413, 415, 429),
+    responses={**errors(400, 401, 403, 404, 408, 409, 413, 415, 429), **PAST_QUOTA},
     openapi_extra=json_body("AddFilesRequest"),
 )
 async def add_files(

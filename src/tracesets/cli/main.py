@@ -37,6 +37,7 @@ COMMANDS: Final = {
     "promote": Command("commands", "promote", "Promote a ready traceset."),
     "download": Command("commands", "download", "Download a traceset's files."),
     "delete": Command("commands", "delete", "Delete tracesets and their files."),
+    "usage": Command("usage", "usage", "Print the workspace's tracesets, bytes and quota."),
     "inspect": Command("inspect", "inspect", "Print what local traces say about their ranks."),
     "serve": Command("server", "serve", "Start the service."),
     "worker": Command("worker", "worker", "Inspect queued tracesets; no HTTP."),

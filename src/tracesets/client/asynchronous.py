@@ -37,6 +37,7 @@ from tracesets.client.models import (
     UploadStatus,
     UploadTarget,
     UploadUrlResponse,
+    Usage,
     Whoami,
 )
 from tracesets.client.progress import FilesCallback, ProgressCallback
@@ -186,6 +187,10 @@ class AsyncClient(AwaitingIO):
 
     async def whoami(self) -> Whoami:
         return await self._fetch(self._whoami_call())
+
+    async def usage(self) -> Usage:
+        """``Client.usage``: the workspace's tracesets, files, bytes and quota."""
+        return await self._fetch(self._usage_call())
 
     async def wait_for_inspection(
         self, traceset_id: str, *, timeout: float = 60.0, interval: float = 0.25

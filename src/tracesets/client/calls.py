@@ -40,7 +40,7 @@ from tracesets.client.steps import (
 from tracesets.version import __version__
 
 if TYPE_CHECKING:
-    from tracesets.client.models import TracesetList, Whoami
+    from tracesets.client.models import TracesetList, Usage, Whoami
 
 USER_AGENT: Final = f"tracesets-python/{__version__}"
 
@@ -111,6 +111,11 @@ class Calls:
         from tracesets.client.models import Whoami
 
         return Call("GET", protocol.WHOAMI, "whoami", reading(Whoami, "whoami"))
+
+    def _usage_call(self) -> Call[Usage]:
+        from tracesets.client.models import Usage
+
+        return Call("GET", protocol.USAGE, "usage", reading(Usage, "usage"))
 
     def _scopes_call(self) -> Call[WhoamiAnswer]:
         """whoami, for an upload's check of its token's scopes."""

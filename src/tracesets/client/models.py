@@ -20,6 +20,7 @@ from tracesets.wire import (
     UploadStatus,
     UploadTarget,
     UploadUrlResponse,
+    Usage,
     Whoami,
 )
 
@@ -34,5 +35,6 @@ __all__ = [
     "UploadStatus",
     "UploadTarget",
     "UploadUrlResponse",
+    "Usage",
     "Whoami",
 ]

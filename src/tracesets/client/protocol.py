@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
 TRACESETS: Final = "/api/v1/tracesets"
 WHOAMI: Final = "/api/v1/whoami"
+USAGE: Final = "/api/v1/usage"
 #: Seconds ``complete`` may take to answer, at least: it checks every file in the store,
 #: and a traceset of 100,000 files takes the service seconds to minutes (bench/README).
 COMPLETE_TIMEOUT: Final = 900.0

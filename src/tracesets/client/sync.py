@@ -47,6 +47,7 @@ if TYPE_CHECKING:
         UploadStatus,
         UploadTarget,
         UploadUrlResponse,
+        Usage,
         Whoami,
     )
 
@@ -244,6 +245,11 @@ class Client(BlockingIO):
     def whoami(self) -> Whoami:
         """The workspace and scopes of this client's token; reads and changes nothing."""
         return self._fetch(self._whoami_call())
+
+    def usage(self) -> Usage:
+        """The tracesets, files and bytes of this client's workspace, and its quota of bytes
+        (``quotaBytes``, None when the service sets none); needs the ``read`` scope."""
+        return self._fetch(self._usage_call())
 
     def wait_for_inspection(
         self, traceset_id: str, *, timeout: float = 60.0, interval: float = 0.25

@@ -25,6 +25,7 @@ from tracesets.service.core import (
 )
 from tracesets.service.cursors import CursorKind, decode_cursor, encode_cursor
 from tracesets.service.joined import FAILURE_PREFIX
+from tracesets.service.quota import Usage, read_usage
 from tracesets.service.uploads import Uploads
 from tracesets.storage.base import blob_key
 from tracesets.vocabulary import (
@@ -103,6 +104,11 @@ class TracesetService(Uploads, Completion):
         if len(items) > limit:
             return Page(items[:limit], encode_cursor(CursorKind.LIST, items[limit - 1].seq))
         return Page(items, None)
+
+    def usage(self, workspace: str) -> Usage:
+        """The workspace's tracesets, files and bytes, summed by the database."""
+        with self.db.read() as conn:
+            return read_usage(conn, workspace, self.limits.quota_bytes)
 
     def files_from(
         self, workspace: str, traceset_id: str, *, cursor: str | None, limit: int

@@ -56,10 +56,13 @@ def not_found(traceset_id: str) -> NotFound:
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """What a traceset may hold (settings; the vocabulary's limits are the ceilings)."""
+    """What a traceset and a workspace may hold (settings; the vocabulary's limits are the
+    ceilings)."""
 
     max_files: int = MAX_FILES_PER_TRACESET
     max_metadata_bytes: int = MAX_METADATA_BYTES
+    #: Bytes a workspace may hold, stored or declared (``service.quota``); None: no quota.
+    quota_bytes: int | None = None
 
     @property
     def files_per_request(self) -> int:

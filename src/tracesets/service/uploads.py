@@ -16,6 +16,7 @@ from tracesets.problems import Conflict, Problem, Unprocessable
 from tracesets.records import StoredFile, Traceset
 from tracesets.service.core import not_found, parse_body, utcnow
 from tracesets.service.names import stored_alike
+from tracesets.service.quota import check_quota
 from tracesets.service.targets import Targets, UploadTarget
 from tracesets.storage.base import UploadPlan, blob_key
 from tracesets.uploadrequest import (
@@ -135,6 +136,8 @@ class Uploads(Targets):
                 earlier = self._earlier_answer(conn, workspace, idempotency_key, body_sha256)
                 if earlier is not None:
                     return earlier
+            declared = sum(f.size for f in request.files)
+            check_quota(conn, workspace, self.limits.quota_bytes, declared, "files")
             now = utcnow()
             traceset = queries.insert_traceset(
                 conn,
@@ -259,6 +262,8 @@ class Uploads(Targets):
                         )
                     ]
                 )
+            declared = sum(f.size for f in new)
+            check_quota(conn, workspace, self.limits.quota_bytes, declared, "files")
             added = {
                 f.name: f for f in file_rows.insert_files(conn, seq=seq, specs=new, first_idx=first)
             }

@@ -69,6 +69,10 @@ class BlobStore(Protocol):
         check, is a second hash of the same bytes, worth it only where there are parts."""
         ...
 
+    def check(self) -> None:
+        """Raise, saying why, unless the store answers (a cheap call: no file is read)."""
+        ...
+
     def plan_upload(
         self,
         key: str,

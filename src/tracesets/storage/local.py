@@ -58,6 +58,13 @@ class LocalBlobStore:
         self.tmp.mkdir(parents=True, exist_ok=True)
         self.receiver = Receiver(self.tmp, self._named)
 
+    def check(self) -> None:
+        """Fail, naming the folder, unless the files' folders are there to write in (a
+        disk unmounted or a folder removed under a running service)."""
+        for folder in (self.blobs, self.tmp):
+            if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+                raise RuntimeError(f"cannot write in the folder {folder}")
+
     def sweep_tmp(self, cutoff: float) -> int:
         """Remove temporary files last written before ``cutoff`` (a Unix time) whose
         upload is dead: no process holds their lock. Returns how many were removed.

@@ -144,6 +144,34 @@ class Health(BaseModel):
     status: Literal["ok"]
 
 
+class Readiness(BaseModel):
+    """The database answers at this version's migration, and the file store answers."""
+
+    status: Literal["ready"]
+
+
+class TracesetCounts(BaseModel):
+    pending: int
+    ready: int
+    promoted: int
+
+
+class Usage(BaseModel):
+    """What the caller's workspace holds, and the quota it may hold."""
+
+    tracesets: TracesetCounts
+    files: int = Field(description="Every file of the workspace's tracesets, declared or received.")
+    bytesStored: int = Field(description="The sizes of the files received, summed.")
+    bytesPending: int = Field(
+        description="The declared sizes of the files not received yet, in pending tracesets."
+    )
+    quotaBytes: int | None = Field(
+        description="The most bytes the workspace may hold, stored plus pending "
+        "(`TRACESETS_QUOTA_BYTES`); null: no quota. An upload-url or add-files request "
+        "that would pass it is refused (413) before anything is stored."
+    )
+
+
 class Whoami(BaseModel):
     """What a token opens: its workspace and its scopes, in the order read, write, promote;
     and how its uploads go, for a client to prepare them."""
