@@ -32,7 +32,7 @@ from tracesets.inspection.decompress import GZIP_MAGIC, Readable, open_gzip
 from tracesets.inspection.distributed import groups_of, parse_ranks, whole_number
 from tracesets.inspection.failures import describe
 from tracesets.inspection.files import SNIFF_BYTES, Replay, read_up_to
-from tracesets.inspection.jsonscan import ValueUnreadable, decode_value, find_key, find_last_key
+from tracesets.inspection.jsonscan import ValueUnreadable, decode_value, find_last_key
 from tracesets.inspection.source import (
     READ_AHEAD,
     ByteSource,
@@ -60,7 +60,7 @@ class TraceAnalysis:
 
 
 def _distributed_info(outside: Outside) -> dict[str, Any] | None:
-    at = find_key(outside.head, "distributedInfo")
+    at = find_last_key(outside.head, "distributedInfo")
     data = outside.head
     if at is None:
         at, data = find_last_key(outside.tail, "distributedInfo"), outside.tail

@@ -81,10 +81,13 @@ def _before_whitespace(data: bytes, end: int) -> int:
     return end
 
 
-def find_last_key(data: bytes, name: str, start: int = 0) -> int | None:
-    """The last member named ``name`` in ``data[start:]``: where its value starts."""
+def find_last_key(data: bytes, name: str, start: int = 0, end: int | None = None) -> int | None:
+    """The last member named ``name`` in ``data[start:end]``: where its value starts.
+
+    The last, as Python's ``json`` (and so Holistic Trace Analysis) reads an object whose
+    member is repeated."""
     key = json.dumps(name).encode()
-    at = data.rfind(key, start)
+    at = data.rfind(key, start, len(data) if end is None else end)
     while at != -1:
         value = _is_key_at(data, at, key)
         if value is not None:
