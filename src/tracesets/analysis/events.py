@@ -37,6 +37,7 @@ from typing import Any, Final
 
 import orjson
 
+from tracesets.inspection.budget import spend
 from tracesets.inspection.decompress import Readable
 from tracesets.inspection.jsonscan import HEAD_BUDGET, TAIL_WINDOW, WHITESPACE, Head
 
@@ -199,6 +200,7 @@ def scan_events(
     read_bytes = 0
     parse_at = block  # the buffer is parsed once it holds this many bytes (or at the end)
     while True:
+        spend()
         if not eof and len(buffer) + read_bytes < parse_at:
             more = stream.read(block)
             if more:

@@ -28,6 +28,7 @@ from tracesets.inspection.archives import (
     tar_stream_members,
     zip_members,
 )
+from tracesets.inspection.budget import file_budget
 from tracesets.inspection.decompress import GZIP_MAGIC, Readable, open_gzip
 from tracesets.inspection.distributed import groups_of, parse_ranks, whole_number
 from tracesets.inspection.failures import describe
@@ -180,9 +181,13 @@ def analyze_file(name: str, source: ByteSource) -> list[TraceAnalysis]:
     """
     found: list[TraceAnalysis] = []
     try:
-        for member, trace in _streams(source, None, top=True):
-            analysis = analyze_whole(trace) if isinstance(trace, bytes) else analyze_stream(trace)
-            found.append(TraceAnalysis(name, member, analysis))
+        with file_budget():
+            for member, trace in _streams(source, None, top=True):
+                if isinstance(trace, bytes):
+                    analysis = analyze_whole(trace)
+                else:
+                    analysis = analyze_stream(trace)
+                found.append(TraceAnalysis(name, member, analysis))
     except SourceError:
         raise
     except Exception:  # a broken archive: inspection reports it; the traces before it count

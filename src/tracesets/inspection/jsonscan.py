@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
+from tracesets.inspection.budget import spend
+
 #: Bytes read at a time, from the head and through a stream.
 CHUNK: Final = 64 * 1024
 #: The head is read until the ``"traceEvents"`` key, but never past this.
@@ -172,6 +174,7 @@ def stream_tail(head: Head, window: int = TAIL_WINDOW) -> tuple[int, bytes]:
     kept: deque[bytes] = deque([head.data])
     kept_bytes = total = len(head.data)
     while not head.complete:
+        spend()
         chunk = head.read(CHUNK)
         if not chunk:
             head.complete = True
