@@ -10,6 +10,12 @@ makes the parse fail, and an earlier cut is tried; a cut past the end of the arr
 orjson stop with "unexpected content after document" exactly where the array ended.
 Memory is one block and its events, whatever the length of the trace.
 
+A block no cut of which parses (an event longer than a block, or bytes that are no
+events: a string megabytes long full of ``}, {``) is parsed again only once what is
+left to parse has doubled, so the bytes handed to the parser stay within a few times
+the trace's, whatever its bytes: parsed again at every block read, 64 MiB of such bytes
+cost minutes.
+
 Measured by ``bench/analyze_traces.py`` on a 256 MiB generated trace, in CPU time of one
 core (median of 3 runs, parsing only): this scanner 212 MB/s; the standard library's
 ``JSONDecoder.raw_decode`` event by event 93 MB/s; ijson's C backend
@@ -31,6 +37,7 @@ from typing import Any, Final
 
 import orjson
 
+from tracesets.inspection.budget import spend
 from tracesets.inspection.decompress import Readable
 from tracesets.inspection.jsonscan import HEAD_BUDGET, TAIL_WINDOW, WHITESPACE, Head
 
@@ -189,18 +196,27 @@ def scan_events(
     outside.found = True
     buffer = head.data[at + 1 :]
     eof = head.complete
+    read: list[bytes] = []  # blocks read since the buffer was joined, joined when parsed
+    read_bytes = 0
+    parse_at = block  # the buffer is parsed once it holds this many bytes (or at the end)
     while True:
-        if not eof and len(buffer) < block:
+        spend()
+        if not eof and len(buffer) + read_bytes < parse_at:
             more = stream.read(block)
             if more:
-                buffer += more
+                read.append(more)
+                read_bytes += len(more)
                 continue
             eof = True
+        if read:
+            buffer = b"".join([buffer, *read])
+            read, read_bytes = [], 0
         start = _next_significant(buffer, 0)
         if start < len(buffer) and buffer[start] == ord("]"):  # empty array, or ended at a cut
             outside.complete = True
             outside.tail = _tail(buffer[start + 1 :], stream, eof)
             return outside
+        parsed = len(buffer)
         done, buffer = _take(buffer, on_batch, decoding, eof=eof)
         if done is not None:
             outside.complete = True
@@ -213,10 +229,12 @@ def scan_events(
                 f"no event ends within {MAX_EVENT_BYTES:,} bytes of traceEvents, or they are "
                 "not JSON"
             )
-        more = stream.read(block)
-        if not more:
-            eof = True
-        buffer += more
+        # Most of what was parsed is left: parse it again once it has doubled. A parse
+        # costs a few times its length; it is then paid for by the bytes it took, or by
+        # those read before the next one, so no byte pays more than a few times.
+        parse_at = block
+        if 2 * len(buffer) > parsed:
+            parse_at = min(max(block, 2 * len(buffer)), MAX_EVENT_BYTES + 1)
 
 
 def _take(

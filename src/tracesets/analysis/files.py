@@ -28,11 +28,12 @@ from tracesets.inspection.archives import (
     tar_stream_members,
     zip_members,
 )
+from tracesets.inspection.budget import file_budget
 from tracesets.inspection.decompress import GZIP_MAGIC, Readable, open_gzip
 from tracesets.inspection.distributed import groups_of, parse_ranks, whole_number
 from tracesets.inspection.failures import describe
 from tracesets.inspection.files import SNIFF_BYTES, Replay, read_up_to
-from tracesets.inspection.jsonscan import ValueUnreadable, decode_value, find_key, find_last_key
+from tracesets.inspection.jsonscan import ValueUnreadable, decode_value, find_last_key
 from tracesets.inspection.source import (
     READ_AHEAD,
     ByteSource,
@@ -60,7 +61,7 @@ class TraceAnalysis:
 
 
 def _distributed_info(outside: Outside) -> dict[str, Any] | None:
-    at = find_key(outside.head, "distributedInfo")
+    at = find_last_key(outside.head, "distributedInfo")
     data = outside.head
     if at is None:
         at, data = find_last_key(outside.tail, "distributedInfo"), outside.tail
@@ -180,9 +181,13 @@ def analyze_file(name: str, source: ByteSource) -> list[TraceAnalysis]:
     """
     found: list[TraceAnalysis] = []
     try:
-        for member, trace in _streams(source, None, top=True):
-            analysis = analyze_whole(trace) if isinstance(trace, bytes) else analyze_stream(trace)
-            found.append(TraceAnalysis(name, member, analysis))
+        with file_budget():
+            for member, trace in _streams(source, None, top=True):
+                if isinstance(trace, bytes):
+                    analysis = analyze_whole(trace)
+                else:
+                    analysis = analyze_stream(trace)
+                found.append(TraceAnalysis(name, member, analysis))
     except SourceError:
         raise
     except Exception:  # a broken archive: inspection reports it; the traces before it count

@@ -178,6 +178,13 @@ def _run_kinds(reach: list[float], by_mask: list[float], now: float) -> None:
         now = upto
 
 
+def _us(time: float) -> float:
+    """``time`` to the nanosecond; a float past 64 bits, which JSON as kept cannot hold
+    as an integer (the rank's figures then carry a problem saying so)."""
+    rounded = round(time, 3)
+    return float(rounded) if type(rounded) is int and abs(rounded) >= 2**63 else rounded
+
+
 def _share(part: float, whole: float) -> float | None:
     return round(100 * part / whole, 2) if whole > 0 else None
 
@@ -195,16 +202,16 @@ def _breakdown(by_mask: list[float], span: float, busy: float, count: int) -> Gp
     idle = span - busy
     non_compute = span - compute - idle
     return GpuTime(
-        kernel_us=round(span, 3),
-        idle_us=round(idle, 3),
-        compute_us=round(compute, 3),
-        non_compute_us=round(non_compute, 3),
+        kernel_us=_us(span),
+        idle_us=_us(idle),
+        compute_us=_us(compute),
+        non_compute_us=_us(non_compute),
         idle_pct=_share(idle, span),
         compute_pct=_share(compute, span),
         non_compute_pct=_share(non_compute, span),
-        communication_us=round(during(communication, computation), 3),
-        memory_us=round(during(1 << MEMORY, computation | communication), 3),
-        other_us=round(during(1 << OTHER, computation | communication | 1 << MEMORY), 3),
+        communication_us=_us(during(communication, computation)),
+        memory_us=_us(during(1 << MEMORY, computation | communication)),
+        other_us=_us(during(1 << OTHER, computation | communication | 1 << MEMORY)),
         overlap_pct=_share(during(communication | computation), during(communication)),
         kernels=count,
     )

@@ -19,7 +19,7 @@ from typing import Any, Final, Protocol
 from tracesets.analysis.decoding import NO_ARGS, EventArgs, TraceEvent
 from tracesets.analysis.gpu import DEVICE_SYNCS, GpuTime, hta_interval
 from tracesets.analysis.kernels import GpuEvents
-from tracesets.inspection.distributed import parse_ranks, whole_number
+from tracesets.inspection.distributed import MAX_WHOLE, parse_ranks, whole_number
 
 #: HTA's ``ProfilerStepGroupingPattern``.
 STEP: Final = re.compile(r"^ProfilerStep#(\d+)")
@@ -126,6 +126,9 @@ class RankAccumulator:
         self.last_step: float | None = None
         self.gpu: GpuSink = GpuEvents() if gpu is None else gpu
         self.groups: dict[str, GroupCollectives] = {}
+        #: A figure that would pass 64 bits, left uncounted: the figures are kept and
+        #: served as JSON of 64-bit integers, and no real trace comes near.
+        self.past_64_bits: str | None = None
 
     def add_all(self, events: list[Any]) -> None:
         """Fold a batch of events in (``decoding.TraceEvent``s; other items are not
@@ -221,9 +224,19 @@ class RankAccumulator:
             counted = group.ops[op] = OpCount()
         counted.count += 1
         elements = whole_number(args.elements)
+        if elements is None and type(args.elements) is int and args.elements > 0:
+            elements = args.elements  # past 64 bits: the total says so below
         size = DTYPE_BYTES.get(str(args.dtype))
         if elements is not None and size is not None:
-            counted.bytes = (counted.bytes or 0) + elements * size
+            total = (counted.bytes or 0) + elements * size
+            if total <= MAX_WHOLE:
+                counted.bytes = total
+            else:
+                self.past_64_bits = (
+                    f"the bytes of {op} in process group {key} pass 2^63 - 1 (its "
+                    'record_param_comms events\' "In msg nelems"): the calls past it are '
+                    "not counted"
+                )
 
     def result(self, problem: str | None = None) -> RankAnalysis:
         durations = sorted(self.step_durations)
@@ -236,10 +249,16 @@ class RankAccumulator:
         # HTA drops the GPU work of the last step only when there are two steps or more.
         last_step = self.last_step if self.two_steps else None
         gpu = self.gpu.time(last_step)
+        past_64_bits = self.past_64_bits
+        if gpu is not None and not abs(gpu.kernel_us) <= MAX_WHOLE:
+            past_64_bits = (
+                f"the GPU time spans {gpu.kernel_us:.6g} µs, past 2^63 - 1: an event's ts or "
+                "dur is out of range"
+            )
         return RankAnalysis(
             events=self.events,
             steps=steps,
             gpu=gpu,
             collectives=sorted(self.groups.values(), key=lambda g: g.name),
-            problem=problem,
+            problem="; ".join(p for p in (problem, past_64_bits) if p) or None,
         )

@@ -15,7 +15,8 @@ Modules: ``source`` (where bytes come from), ``files`` (what kind a file is),
 ``archives`` (zip and tar members), ``decompress`` (gzip, bombs refused), ``jsonscan``
 (one member of a huge JSON object), ``traces`` (head, then tail), ``distributed``
 (Kineto's ``distributedInfo``), ``chakra`` (Chakra host traces), ``names`` (ranks in
-file names), ``summary`` (the traceset against its declared rank count).
+file names), ``summary`` (the traceset against its declared rank count), ``budget``
+(the CPU time one file's reading may take).
 """
 
 from tracesets.inspection.files import inspect_file

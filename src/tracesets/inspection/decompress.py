@@ -25,6 +25,8 @@ from typing import Final, Protocol
 
 from isal import isal_zlib
 
+from tracesets.inspection.budget import spend
+
 #: Output may always reach this many bytes, whatever the ratio.
 BOMB_FLOOR: Final = 64 * 1024 * 1024
 #: Past the floor, output may be at most this many times the input.
@@ -96,6 +98,7 @@ class GzipReader(io.RawIOBase):
 
     def _next(self, limit: int) -> bytes:
         while True:
+            spend()
             if self._zlib.eof and not self._next_member():
                 self._finished = True
                 return b""

@@ -18,7 +18,9 @@ metadata value that may be a string (``"[0, 1, 2]"``). So ``pg_count`` is never 
 ``pg_name`` ``"0"``): its ``pg_size`` or ``group_size``, else the length of ``ranks``.
 
 Rank and world size must be whole numbers (a JSON integer, or a string of digits as some
-tools write them); anything else is reported, not guessed at.
+tools write them) below 2^63; anything else is reported, not guessed at. JSON bounds no
+integer, and Python's ``json`` reads ``100000000000000000000000`` whole, but findings and
+figures are kept and served as JSON of 64-bit integers, and no job has such a rank.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from dataclasses import dataclass
 from typing import Final
 
 _DIGITS: Final = re.compile(r"[0-9]{1,18}")
+#: The largest whole number read (strings of up to 18 digits are below it).
+MAX_WHOLE: Final = 2**63 - 1
 _SEPARATORS: Final = re.compile(r"[,\s]+")
 
 
@@ -44,9 +48,9 @@ class Claim:
 
 
 def whole_number(value: object) -> int | None:
-    """A JSON integer of at least 0, or a string of decimal digits; else None."""
+    """A JSON integer from 0 to ``MAX_WHOLE``, or a string of decimal digits; else None."""
     if type(value) is int:
-        return value if value >= 0 else None
+        return value if 0 <= value <= MAX_WHOLE else None
     if isinstance(value, str) and _DIGITS.fullmatch(value.strip()):
         return int(value)
     return None
@@ -101,6 +105,12 @@ def show(value: object) -> str:
     return text if len(text) <= 60 else text[:40] + "…"
 
 
+def _not_whole(member: str, value: object, what: str) -> str:
+    if type(value) is int and value > MAX_WHOLE:
+        what = "past 64 bits (2^63 - 1 at most)"
+    return f"distributedInfo.{member} is {show(value)}, {what}"
+
+
 def read_distributed_info(info: object) -> Claim:
     """The claim of a decoded ``distributedInfo`` value, with every problem it has."""
     if not isinstance(info, dict):
@@ -115,8 +125,7 @@ def read_distributed_info(info: object) -> Claim:
         if not world_size:
             world_size = None
             problems.append(
-                f"distributedInfo.world_size is {show(info['world_size'])}, "
-                "not a whole number of at least 1"
+                _not_whole("world_size", info["world_size"], "not a whole number of at least 1")
             )
     if world_size is None:
         world_size = default_group_size(info.get("pg_config"))
@@ -127,7 +136,7 @@ def read_distributed_info(info: object) -> Claim:
     else:
         rank = whole_number(info["rank"])
         if rank is None:
-            problems.append(f"distributedInfo.rank is {show(info['rank'])}, not a whole number")
+            problems.append(_not_whole("rank", info["rank"], "not a whole number"))
     if rank is not None and world_size is not None and rank >= world_size:
         problems.append(f"rank {rank:,} is not below the world size {world_size:,}")
     return Claim(rank, world_size, backend, "; ".join(problems) or None)

@@ -11,13 +11,14 @@ import tarfile
 import zipfile
 import zlib
 
+from tracesets.inspection.budget import OverBudget
 from tracesets.inspection.decompress import Refused, Truncated
 from tracesets.inspection.jsonscan import ValueUnreadable
 
 
 def describe(error: BaseException) -> str:
     """An exception raised while reading bad bytes, as a sentence fragment."""
-    if isinstance(error, Refused | Truncated):
+    if isinstance(error, Refused | Truncated | OverBudget):
         return str(error)
     if isinstance(error, zlib.error):
         return f"the compressed data is corrupt ({error})"

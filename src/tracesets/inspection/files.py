@@ -23,6 +23,7 @@ from tracesets.inspection.archives import (
     tar_stream_members,
     zip_members,
 )
+from tracesets.inspection.budget import file_budget
 from tracesets.inspection.chakra import NO_RANK
 from tracesets.inspection.decompress import GZIP_MAGIC, Readable, open_gzip
 from tracesets.inspection.distributed import Claim
@@ -224,7 +225,8 @@ def inspect_file(name: str, source: ByteSource) -> list[FileFinding]:
     exception; only a failure of ``source`` itself is raised, as ``SourceError``.
     """
     try:
-        return _inspect_bytes(name, None, source.size, source, None, top=True)
+        with file_budget():
+            return _inspect_bytes(name, None, source.size, source, None, top=True)
     except SourceError:
         raise
     except Exception as error:

@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
+from tracesets.inspection.budget import spend
+
 #: Bytes read at a time, from the head and through a stream.
 CHUNK: Final = 64 * 1024
 #: The head is read until the ``"traceEvents"`` key, but never past this.
@@ -81,10 +83,13 @@ def _before_whitespace(data: bytes, end: int) -> int:
     return end
 
 
-def find_last_key(data: bytes, name: str, start: int = 0) -> int | None:
-    """The last member named ``name`` in ``data[start:]``: where its value starts."""
+def find_last_key(data: bytes, name: str, start: int = 0, end: int | None = None) -> int | None:
+    """The last member named ``name`` in ``data[start:end]``: where its value starts.
+
+    The last, as Python's ``json`` (and so Holistic Trace Analysis) reads an object whose
+    member is repeated."""
     key = json.dumps(name).encode()
-    at = data.rfind(key, start)
+    at = data.rfind(key, start, len(data) if end is None else end)
     while at != -1:
         value = _is_key_at(data, at, key)
         if value is not None:
@@ -169,6 +174,7 @@ def stream_tail(head: Head, window: int = TAIL_WINDOW) -> tuple[int, bytes]:
     kept: deque[bytes] = deque([head.data])
     kept_bytes = total = len(head.data)
     while not head.complete:
+        spend()
         chunk = head.read(CHUNK)
         if not chunk:
             head.complete = True

@@ -123,7 +123,7 @@ def _claim_at(data: bytes, at: int, where: Literal["header", "tail"]) -> Reading
 def _read_kineto(head: Head, tails: Tails) -> Reading:
     events_at = head.until_key("traceEvents")
     head_end = len(head.data) if events_at is None else events_at
-    info_at = find_key(head.data, "distributedInfo", 0, head_end)
+    info_at = find_last_key(head.data, "distributedInfo", 0, head_end)
     if info_at is not None:
         return _claim_at(head.data, info_at, "header")
     for start, tail in tails():

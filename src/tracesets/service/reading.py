@@ -19,6 +19,7 @@ from tracesets.analysis import analyze_file
 from tracesets.analysis import stored as stored_analysis
 from tracesets.analysis.collector import fewer_collections
 from tracesets.inspection import ByteSource, inspect_file
+from tracesets.inspection.budget import file_budget
 from tracesets.inspection.source import BytesSource, FileSource, read_once
 
 #: Modules a pool process starts with (forked from a server that imported them once).
@@ -27,7 +28,8 @@ POOL_PRELOAD: Final = ["tracesets.service.reading"]
 
 def read_stored(name: str, source: ByteSource) -> str:
     """One file's findings and figures, as its row keeps them."""
-    with fewer_collections():  # the figures first: the findings reuse their inflated bytes
+    # the figures first: the findings reuse their inflated bytes; both in one CPU budget
+    with fewer_collections(), file_budget():
         traces = analyze_file(name, source)
         findings = inspect_file(name, source)
     return stored_analysis.dumps(findings, traces)
