@@ -29,6 +29,9 @@ from tracesets.storage.receive import Receiver
 from tracesets.storage.signing import Method, URLSigner
 from tracesets.uploadrequest import PartDigests
 
+#: The folder, in the data folder, that holds the files' bytes.
+BLOBS = "blobs"
+
 
 class LocalBlobStore:
     """The ``BlobStore`` of a folder; its upload and download URLs point at the service."""
@@ -52,7 +55,7 @@ class LocalBlobStore:
         self.signer = signer
         self.upload_ttl = upload_ttl
         self.download_ttl = download_ttl
-        self.blobs = root / "blobs"
+        self.blobs = root / BLOBS
         self.tmp = root / "tmp"
         self.blobs.mkdir(parents=True, exist_ok=True)
         self.tmp.mkdir(parents=True, exist_ok=True)
@@ -83,15 +86,10 @@ class LocalBlobStore:
 
     def path(self, key: str, sha256: str) -> Path:
         """Where the bytes of ``key`` with digest ``sha256`` are, once received."""
-        named = self._named(key, sha256)
-        if not named.exists():
-            legacy = self.blobs / key  # stored before names carried the digest
-            if legacy.exists():
-                return legacy
-        return named
+        return stored_path(self.blobs, key, sha256)
 
     def _named(self, key: str, sha256: str) -> Path:
-        return self.blobs / f"{key}.{sha256}"
+        return self.blobs / stored_name(key, sha256)
 
     # -- BlobStore: plans, checks and URLs --------------------------------------------------
 
@@ -208,6 +206,22 @@ class LocalBlobStore:
 
     def delete_prefix(self, prefix: str) -> None:
         shutil.rmtree(self.blobs / prefix, ignore_errors=True)
+
+
+def stored_name(key: str, sha256: str) -> str:
+    """The name, under the files' folder, of the bytes of ``key`` with digest ``sha256``."""
+    return f"{key}.{sha256}"
+
+
+def stored_path(blobs: Path, key: str, sha256: str) -> Path:
+    """Where, under the files' folder ``blobs``, the bytes of ``key`` are once received
+    (a backup reads a data folder no service opened: no store, no secret)."""
+    named = blobs / stored_name(key, sha256)
+    if not named.exists():
+        legacy = blobs / key  # stored before names carried the digest
+        if legacy.exists():
+            return legacy
+    return named
 
 
 def _unlocked(path: Path) -> bool:
