@@ -18,7 +18,7 @@ import contextlib
 import fcntl
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -206,6 +206,16 @@ class LocalBlobStore:
 
     def delete_prefix(self, prefix: str) -> None:
         shutil.rmtree(self.blobs / prefix, ignore_errors=True)
+
+    def stored_keys(
+        self, after: str | None, limit: int
+    ) -> tuple[list[tuple[str, datetime]], str | None]:
+        """None: a traceset's files go with its folder, removed in one call right after its
+        row (``delete_prefix``), and a backup copies only the files its rows name."""
+        return [], None
+
+    def delete_keys(self, keys: Sequence[str]) -> None:
+        """Nothing is ever listed (``stored_keys``), so nothing is asked to go."""
 
 
 def stored_name(key: str, sha256: str) -> str:
