@@ -41,6 +41,8 @@ COMMANDS: Final = {
     "inspect": Command("inspect", "inspect", "Print what local traces say about their ranks."),
     "serve": Command("server", "serve", "Start the service."),
     "worker": Command("worker", "worker", "Inspect queued tracesets; no HTTP."),
+    "backup": Command("backups", "backup", "Back up the data folder while it serves."),
+    "restore": Command("backups", "restore", "Make a data folder from a backup."),
 }
 TOKEN_COMMANDS: Final = {
     "create": Command("server", "token_create", "Print a new token for a workspace."),

@@ -6,7 +6,7 @@ that reads, checks and writes does it atomically.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Any, Final
 
@@ -222,6 +222,14 @@ def pending_before(conn: Connection, cutoff: datetime, limit: int) -> list[tuple
         .limit(limit)
     )
     return [(row.workspace, row.id) for row in rows]
+
+
+def existing_ids(conn: Connection, ids: Collection[str]) -> set[str]:
+    """Which of ``ids`` name a traceset, in any workspace and any status."""
+    if not ids:
+        return set()
+    rows = conn.execute(select(tracesets.c.id).where(tracesets.c.id.in_(sorted(ids))))
+    return {row.id for row in rows}
 
 
 # The writes of complete and promote, built once (as the reads above).

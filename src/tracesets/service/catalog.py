@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import posixpath
 from datetime import timedelta
+from functools import cached_property
 from typing import Final
 
 import orjson
@@ -25,6 +26,7 @@ from tracesets.service.core import (
 )
 from tracesets.service.cursors import CursorKind, decode_cursor, encode_cursor
 from tracesets.service.joined import FAILURE_PREFIX
+from tracesets.service.orphans import OrphanSweep
 from tracesets.service.quota import Usage, read_usage
 from tracesets.service.uploads import Uploads
 from tracesets.storage.base import blob_key
@@ -217,12 +219,14 @@ class TracesetService(Uploads, Completion):
                 raise not_found(traceset_id)
             queries.delete_traceset(conn, seq=state[0])
         # After the commit: a crash here leaves only unreachable bytes, never a
-        # traceset whose files are gone. The sweeper of a restarted process cannot
-        # see them; the store's own lifecycle rules can.
+        # traceset whose files are gone; in a bucket, the sweep of objects without rows
+        # takes them (service.orphans).
         self.store.delete_prefix(traceset_id)
 
     def sweep_pending(self, older_than: timedelta, *, limit: int = 100) -> int:
-        """Abort and remove pending tracesets older than ``older_than``; how many."""
+        """Abort and remove pending tracesets older than ``older_than``; how many. Then a
+        bounded pass of the sweep of stored objects without rows (``service.orphans``),
+        which the same periodic task runs in every process."""
         with self.db.read() as conn:
             stale = queries.pending_before(conn, utcnow() - older_than, limit)
         for workspace, traceset_id in stale:
@@ -231,4 +235,9 @@ class TracesetService(Uploads, Completion):
             except NotFound:
                 continue  # another process swept it first
             log.info("swept abandoned pending traceset %s", traceset_id)
+        self.orphans.run()
         return len(stale)
+
+    @cached_property
+    def orphans(self) -> OrphanSweep:
+        return OrphanSweep(self.db, self.store)

@@ -35,6 +35,21 @@ def _gone(key: str) -> NotFound:
     return NotFound.of([Problem("url", key, "This file's traceset no longer exists")])
 
 
+def _lost(key: str) -> NotFound:
+    """A received file whose bytes are not in the folder: removed behind the service's
+    back, or a database restored ahead of its files. Never served as if it were there."""
+    return NotFound.of(
+        [
+            Problem(
+                "url",
+                key,
+                "This file's bytes are missing from the service's storage: the traceset "
+                "cannot be downloaded whole; restore its files from a backup",
+            )
+        ]
+    )
+
+
 def _frozen(key: str, status: str) -> Conflict:
     return Conflict.of(
         [
@@ -142,5 +157,5 @@ class LocalTransfers:
             raise _gone(key)
         path = self.store.path(key, file.sha256)
         if not path.exists():
-            raise _gone(key)
+            raise _lost(key)
         return file, path

@@ -8,7 +8,7 @@ the store, and one test suite runs against both.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
@@ -143,4 +143,16 @@ class BlobStore(Protocol):
 
     def delete_prefix(self, prefix: str) -> None:
         """Remove every object of a traceset (everything under ``prefix/``)."""
+        ...
+
+    def stored_keys(
+        self, after: str | None, limit: int
+    ) -> tuple[list[tuple[str, datetime]], str | None]:
+        """One page of up to ``limit`` keys the store holds, in key order after ``after``,
+        each with when it was written, and the key the next page starts after (None: this
+        was the last), for the sweep of objects without rows (``service.orphans``)."""
+        ...
+
+    def delete_keys(self, keys: Sequence[str]) -> None:
+        """Remove these objects (keys as ``stored_keys`` gives them)."""
         ...

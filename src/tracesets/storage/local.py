@@ -18,7 +18,7 @@ import contextlib
 import fcntl
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -28,6 +28,9 @@ from tracesets.storage.base import UploadIncomplete, UploadPlan
 from tracesets.storage.receive import Receiver
 from tracesets.storage.signing import Method, URLSigner
 from tracesets.uploadrequest import PartDigests
+
+#: The folder, in the data folder, that holds the files' bytes.
+BLOBS = "blobs"
 
 
 class LocalBlobStore:
@@ -52,7 +55,7 @@ class LocalBlobStore:
         self.signer = signer
         self.upload_ttl = upload_ttl
         self.download_ttl = download_ttl
-        self.blobs = root / "blobs"
+        self.blobs = root / BLOBS
         self.tmp = root / "tmp"
         self.blobs.mkdir(parents=True, exist_ok=True)
         self.tmp.mkdir(parents=True, exist_ok=True)
@@ -83,15 +86,10 @@ class LocalBlobStore:
 
     def path(self, key: str, sha256: str) -> Path:
         """Where the bytes of ``key`` with digest ``sha256`` are, once received."""
-        named = self._named(key, sha256)
-        if not named.exists():
-            legacy = self.blobs / key  # stored before names carried the digest
-            if legacy.exists():
-                return legacy
-        return named
+        return stored_path(self.blobs, key, sha256)
 
     def _named(self, key: str, sha256: str) -> Path:
-        return self.blobs / f"{key}.{sha256}"
+        return self.blobs / stored_name(key, sha256)
 
     # -- BlobStore: plans, checks and URLs --------------------------------------------------
 
@@ -208,6 +206,32 @@ class LocalBlobStore:
 
     def delete_prefix(self, prefix: str) -> None:
         shutil.rmtree(self.blobs / prefix, ignore_errors=True)
+
+    def stored_keys(
+        self, after: str | None, limit: int
+    ) -> tuple[list[tuple[str, datetime]], str | None]:
+        """None: a traceset's files go with its folder, removed in one call right after its
+        row (``delete_prefix``), and a backup copies only the files its rows name."""
+        return [], None
+
+    def delete_keys(self, keys: Sequence[str]) -> None:
+        """Nothing is ever listed (``stored_keys``), so nothing is asked to go."""
+
+
+def stored_name(key: str, sha256: str) -> str:
+    """The name, under the files' folder, of the bytes of ``key`` with digest ``sha256``."""
+    return f"{key}.{sha256}"
+
+
+def stored_path(blobs: Path, key: str, sha256: str) -> Path:
+    """Where, under the files' folder ``blobs``, the bytes of ``key`` are once received
+    (a backup reads a data folder no service opened: no store, no secret)."""
+    named = blobs / stored_name(key, sha256)
+    if not named.exists():
+        legacy = blobs / key  # stored before names carried the digest
+        if legacy.exists():
+            return legacy
+    return named
 
 
 def _unlocked(path: Path) -> bool:

@@ -29,7 +29,7 @@ import hashlib
 import logging
 import math
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 from urllib.parse import quote
@@ -427,6 +427,24 @@ class S3BlobStore:
         ):
             keys.extend(obj["Key"] for obj in page.get("Contents", []))
         self._delete_keys(keys)
+
+    def stored_keys(
+        self, after: str | None, limit: int
+    ) -> tuple[list[tuple[str, datetime]], str | None]:
+        start = len(self._key(""))
+        asked: dict[str, Any] = {
+            "Bucket": self.location.bucket,
+            "Prefix": self._key(""),
+            "MaxKeys": limit,
+        }
+        if after is not None:
+            asked["StartAfter"] = self._key(after)
+        page = self.s3.list_objects_v2(**asked)
+        listed = [(o["Key"][start:], o["LastModified"]) for o in page.get("Contents", [])]
+        return listed, listed[-1][0] if listed and page.get("IsTruncated") else None
+
+    def delete_keys(self, keys: Sequence[str]) -> None:
+        self._delete_keys([self._key(key) for key in keys])
 
     def _delete_keys(self, keys: list[str]) -> None:
         for start in range(0, len(keys), 1000):
