@@ -27,6 +27,7 @@
 | ``TRACESETS_MAX_CONNECTIONS`` | from the open-file limit | requests one process serves at once (503 beyond); more idle connections are closed |
 | ``TRACESETS_INSPECT_IN_SERVICE`` | ``1`` | ``0``: service processes leave inspection to ``tracesets worker`` processes |
 | ``TRACESETS_INSPECTION_LEASE`` | ``60`` | seconds a dead process's claim on a file it was inspecting holds before another takes it over |
+| ``TRACESETS_INSPECT_FILE_CPU_SECONDS`` | ``300`` | CPU seconds reading one file may take (``0``: stop at the first check); past it the file is a finding |
 | ``TRACESETS_QUOTA_BYTES`` | none | bytes a workspace may hold, stored or declared in pending tracesets (413 beyond) |
 """
 
@@ -106,6 +107,13 @@ def _bounded(env: Mapping[str, str], name: str, default: int, low: int, high: in
     return value
 
 
+def file_cpu_seconds(env: Mapping[str, str]) -> int:
+    """CPU seconds reading one file may take. Read here, so the service and the workers
+    refuse a wrong value at start, and again by each process that reads files (the pool's
+    processes inherit the environment, not the settings object)."""
+    return _bounded(env, "TRACESETS_INSPECT_FILE_CPU_SECONDS", 300, 0, 86_400)
+
+
 @dataclass(frozen=True)
 class Settings:
     data_dir: Path
@@ -133,6 +141,7 @@ class Settings:
     max_connections: int | None = None  # None: what the open-file limit allows
     inspect_in_service: bool = True
     inspection_lease: int = 60
+    inspect_file_cpu_seconds: int = 300
     quota_bytes: int | None = None  # None: no quota
 
     @classmethod
@@ -192,6 +201,7 @@ class Settings:
             max_connections=_positive_int(env, "TRACESETS_MAX_CONNECTIONS", 0) or None,
             inspect_in_service=_switch(env, "TRACESETS_INSPECT_IN_SERVICE", True),
             inspection_lease=_bounded(env, "TRACESETS_INSPECTION_LEASE", 60, 1, 86_400),
+            inspect_file_cpu_seconds=file_cpu_seconds(env),
             quota_bytes=_whole_or_none(env, "TRACESETS_QUOTA_BYTES"),
         )
 

@@ -17,6 +17,7 @@ from tracesets.inspection import BytesSource
 from tracesets.inspection import budget as budget_module
 from tracesets.inspection.budget import SETTING, budget_seconds
 from tracesets.service.reading import read_stored
+from tracesets.settings import Settings, SettingsError
 
 
 class Ticks:
@@ -52,11 +53,15 @@ def test_a_file_past_its_budget_is_a_finding_and_the_next_file_is_read(ticking: 
             assert trace.analysis.problem is None and trace.analysis.events == 201
 
 
-def test_the_setting_is_read_as_seconds() -> None:
+def test_the_setting_is_read_as_whole_seconds_and_refused_at_start_otherwise() -> None:
     assert budget_seconds({}) == 300
-    assert budget_seconds({SETTING: "2.5"}) == 2.5
+    assert budget_seconds({SETTING: "45"}) == 45
     assert budget_seconds({SETTING: "0"}) == 0
-    assert budget_seconds({SETTING: "-1"}) == 300 and budget_seconds({SETTING: "x"}) == 300
+    assert Settings.from_env({SETTING: "45"}).inspect_file_cpu_seconds == 45
+    for wrong in ("-1", "x", "2.5", "86401"):
+        with pytest.raises(SettingsError, match=SETTING):
+            Settings.from_env({SETTING: wrong})
+        assert budget_seconds({SETTING: wrong}) == 300  # a reader the service did not start
 
 
 def test_the_service_records_each_file_over_budget_and_finishes(

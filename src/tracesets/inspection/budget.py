@@ -4,7 +4,8 @@ Reading is linear in a file's bytes, but a file may hold gigabytes, and every fi
 every traceset is read by the same few processes: one file must not hold a process for
 hours. So reading a file (its figures, then its findings) runs under a budget of CPU
 seconds of the process reading it, ``TRACESETS_INSPECT_FILE_CPU_SECONDS`` (300 unless
-set; a value that is not a number of at least 0 is taken as unset), checked between
+set; the service and ``tracesets worker`` refuse at start a value that is not a whole
+number from 0 to 86,400, and a process reading without them falls back to 300), checked between
 blocks (the trace scanner's, the decompressor's, the tail's). Past it, ``OverBudget`` is
 raised, which the readers turn into that file's finding like any bad bytes; the other
 files are read as ever.
@@ -22,6 +23,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Final
+
+from tracesets.settings import SettingsError, file_cpu_seconds
 
 SETTING: Final = "TRACESETS_INSPECT_FILE_CPU_SECONDS"
 DEFAULT_SECONDS: Final = 300.0
@@ -46,12 +49,10 @@ _current: ContextVar[_Budget | None] = ContextVar("tracesets_file_budget", defau
 
 def budget_seconds(environ: Mapping[str, str] | None = None) -> float:
     """The setting's value: CPU seconds one file's reading may take."""
-    text = (os.environ if environ is None else environ).get(SETTING, "")
     try:
-        seconds = float(text)
-    except ValueError:
+        return file_cpu_seconds(os.environ if environ is None else environ)
+    except SettingsError:  # refused at start by the service and the workers
         return DEFAULT_SECONDS
-    return seconds if seconds >= 0 else DEFAULT_SECONDS
 
 
 @contextmanager
