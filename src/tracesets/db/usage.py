@@ -11,11 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from sqlalchemy import Connection, and_, bindparam, case, func, select
+from sqlalchemy import Connection, and_, bindparam, case, func, select, text
 
 from tracesets.db.tables import files, tracesets
 
 STATUSES: Final = ("pending", "ready", "promoted")
+
+#: The first key of the workspaces' advisory locks (the second is the workspace's hash):
+#: the two-key space is apart from the migrations' one-key lock.
+_LOCK_CLASS: Final = 7215
 
 _BY_STATUS: Final = (
     select(tracesets.c.status, func.count())
@@ -71,3 +75,16 @@ def traceset_counts(conn: Connection, *, workspace: str) -> dict[str, int]:
 def file_totals(conn: Connection, *, workspace: str) -> FileTotals:
     row = conn.execute(_FILE_TOTALS, {"workspace": workspace}).one()
     return FileTotals(int(row[0]), int(row[1]), int(row[2]))
+
+
+def hold_workspace(conn: Connection, workspace: str) -> None:
+    """Hold the workspace's writes that count its usage until this transaction ends.
+
+    SQLite's one writer holds them already; PostgreSQL's transactions run side by side,
+    so they queue on a transaction lock of the workspace's.
+    """
+    if conn.dialect.name == "postgresql":
+        conn.execute(
+            text("SELECT pg_advisory_xact_lock(:kind, hashtext(:workspace))"),
+            {"kind": _LOCK_CLASS, "workspace": workspace},
+        )

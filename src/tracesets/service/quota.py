@@ -18,16 +18,11 @@ take the lock; without a quota nothing is counted and nothing waits.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection
 
 from tracesets.db import usage
 from tracesets.problems import PayloadTooLarge, Problem
-
-#: The first key of the quota's advisory locks (the second is the workspace's hash):
-#: the two-key space is apart from the migrations' one-key lock.
-_LOCK_CLASS: Final = 7215
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,11 +49,7 @@ def check_quota(
     quota; call it in the write transaction that inserts them, before the insert."""
     if quota_bytes is None:
         return
-    if conn.dialect.name == "postgresql":
-        conn.execute(
-            text("SELECT pg_advisory_xact_lock(:kind, hashtext(:workspace))"),
-            {"kind": _LOCK_CLASS, "workspace": workspace},
-        )
+    usage.hold_workspace(conn, workspace)
     held = usage.file_totals(conn, workspace=workspace).bytes_held
     if held + adding > quota_bytes:
         raise PayloadTooLarge.of(
