@@ -28,6 +28,8 @@
 | ``TRACESETS_INSPECT_IN_SERVICE`` | ``1`` | ``0``: service processes leave inspection to ``tracesets worker`` processes |
 | ``TRACESETS_INSPECTION_LEASE`` | ``60`` | seconds a dead process's claim on a file it was inspecting holds before another takes it over |
 | ``TRACESETS_QUOTA_BYTES`` | none | bytes a workspace may hold, stored or declared in pending tracesets (413 beyond) |
+| ``TRACESETS_LOG_FORMAT`` | ``text`` | ``json``: one JSON object a line, one line a request (uvicorn's access line off) and a background event |
+| ``TRACESETS_METRICS`` | ``loopback`` | who may read ``/metrics``: ``loopback`` clients, ``token`` (the metrics scope), ``open``, or ``off`` (404) |
 """
 
 from __future__ import annotations
@@ -96,6 +98,22 @@ def _whole_or_none(env: Mapping[str, str], name: str) -> int | None:
     return int(raw)
 
 
+def _choice(env: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str:
+    """One of ``choices`` (any case), the first when unset."""
+    raw = (env.get(name) or "").strip().lower()
+    if raw == "":
+        return choices[0]
+    if raw not in choices:
+        raise SettingsError(f"{name} must be one of {', '.join(choices)}; got {raw!r}")
+    return raw
+
+
+#: TRACESETS_LOG_FORMAT's values, the default first.
+LOG_FORMATS = ("text", "json")
+#: TRACESETS_METRICS's values, the default first.
+METRICS_ACCESS = ("loopback", "token", "open", "off")
+
+
 def _bounded(env: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
     raw = env.get(name)
     if low == 0 and raw is not None and raw.isdigit() and int(raw) == 0:
@@ -134,6 +152,8 @@ class Settings:
     inspect_in_service: bool = True
     inspection_lease: int = 60
     quota_bytes: int | None = None  # None: no quota
+    log_format: str = "text"
+    metrics: str = "loopback"
 
     @classmethod
     def from_env(
@@ -193,6 +213,8 @@ class Settings:
             inspect_in_service=_switch(env, "TRACESETS_INSPECT_IN_SERVICE", True),
             inspection_lease=_bounded(env, "TRACESETS_INSPECTION_LEASE", 60, 1, 86_400),
             quota_bytes=_whole_or_none(env, "TRACESETS_QUOTA_BYTES"),
+            log_format=_choice(env, "TRACESETS_LOG_FORMAT", LOG_FORMATS),
+            metrics=_choice(env, "TRACESETS_METRICS", METRICS_ACCESS),
         )
 
     def signing_secret(self) -> bytes:

@@ -11,12 +11,12 @@ rich, the client and the analysis, some 35 MiB of RSS) for its whole life.
 from __future__ import annotations
 
 import argparse
-import copy
 import ctypes
 import os
 import sys
 from typing import Any, Final
 
+from tracesets.api import logs
 from tracesets.settings import Settings
 
 #: glibc's malloc, left to itself, hands the top of its heap back to the system as soon as
@@ -71,26 +71,14 @@ def tune_malloc() -> None:
             mallopt(parameter, int(untuned[name]))
 
 
-def log_config() -> dict[str, Any]:
-    """uvicorn's logging, with its access lines formatted by logging's plain formatter.
-
-    uvicorn's own access formatter copies every record and colours it: 5 % of upload-url's
-    time on the event loop. The lines keep their content (client, request line, status
-    code); only the status code's reason phrase and the colours go.
-    """
-    from uvicorn.config import LOGGING_CONFIG
-
-    config = copy.deepcopy(LOGGING_CONFIG)
-    config["formatters"]["access"] = {"format": "%(levelname)s:     %(message)s"}
-    return config
-
-
 def uvicorn_options(settings: Settings) -> dict[str, Any]:
     """What uvicorn is told besides where to listen, the workers and the request limit."""
     return {
         "factory": True,
         "log_level": "info",
-        "log_config": log_config(),
+        "log_config": logs.config(settings.log_format),
+        # As JSON, the service writes each request's line itself (``api.observe``).
+        "access_log": settings.log_format != "json",
         "timeout_graceful_shutdown": 30,
         "http": "tracesets.api.connections:GuardedHttpToolsProtocol",
         # Uvicorn's 5 s is httpx's own expiry and shorter than a proxy's (60 s for AWS's

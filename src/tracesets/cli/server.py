@@ -115,8 +115,8 @@ def serve(
     db = _database(settings)
     token: str | None = None
     if settings.bootstrap_token is not None:
+        # Not printed: whoever set it knows it, and the banner ends in the service's logs.
         tokens.ensure(db, settings.bootstrap_token, workspace=DEFAULT_WORKSPACE, name="bootstrap")
-        token = settings.bootstrap_token
     elif not tokens.any_exist(db):
         token = tokens.create(db, workspace=DEFAULT_WORKSPACE, name="first token")
     db.dispose()

@@ -117,6 +117,7 @@ class Claimed(NamedTuple):
 
     files: list[Claim]
     empty: int | None = None
+    taken_over: int = 0  # of ``files``, those whose lease had run out (their process died)
 
 
 def claim_files(
@@ -151,14 +152,15 @@ def claim_files(
                     continue
                 found = _pending(conn, workspace, max_files - lapsed)
                 if not found:  # no primary file at all
-                    return Claimed(_claim(conn, rows, owner, lease_until, max_bytes), seq)
+                    taken = _claim(conn, rows, owner, lease_until, max_bytes)
+                    return Claimed(taken, seq, min(lapsed, len(taken)))
             rows += found
             serving = workspace
             break
     taken = _claim(conn, rows, owner, lease_until, max_bytes)
     if serving is not None and len(taken) > lapsed:
         turns.served(conn, serving)
-    return Claimed(taken)
+    return Claimed(taken, taken_over=min(lapsed, len(taken)))
 
 
 def _pending(conn: Connection, workspace: str, limit: int) -> list[Row[Any]]:
