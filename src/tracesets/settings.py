@@ -45,6 +45,9 @@ from pathlib import Path
 from tracesets.vocabulary import MAX_BODY_BYTES, MAX_FILES_PER_TRACESET, MAX_METADATA_BYTES
 
 DEFAULT_WORKSPACE = "default"
+#: The folder where every process of ``tracesets serve`` keeps its metrics
+#: (``tracesets.metrics``): prometheus_client reads this variable when it is imported.
+MULTIPROC_DIR = "PROMETHEUS_MULTIPROC_DIR"
 MIB = 1024 * 1024
 
 

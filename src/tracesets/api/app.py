@@ -26,6 +26,7 @@ from tracesets.api import (
     front,
     health,
     hot,
+    metrics,
     observe,
     openapi,
     render,
@@ -212,7 +213,7 @@ def _build_stack(app: FastAPI, settings: Settings, front_in: bool) -> None:
     """Have the app's stack, once built, pass the hot routes' requests to a ``HotFront``
     (``front_in``) and every request through an ``Observer`` outside it all."""
     build = app.build_middleware_stack
-    reports: list[observe.Report] = []
+    reports: list[observe.Report] = [metrics.record]
     if settings.log_format == "json":
         reports.append(observe.log_access)
 
@@ -238,6 +239,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         service, transfers = await run_in_threadpool(build_service, settings)
+        metrics.count_process()
         app.state.service, app.state.transfers = service, transfers
         background = [asyncio.create_task(_sweep_forever(service, settings.pending_ttl))]
         inspections: InspectionQueue | None = None
@@ -266,6 +268,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             for task in background:
                 task.cancel()
             service.db.dispose()
+            metrics.forget_process()
 
     app = FastAPI(
         title="Tracesets",
@@ -285,6 +288,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         IdleBodyTimeout, timeout=settings.body_idle_timeout, min_rate=settings.min_body_rate
     )
     app.include_router(health.router)
+    app.include_router(metrics.router)
     app.include_router(access.router)
     app.include_router(usage.router)
     app.include_router(routes.router)

@@ -13,11 +13,13 @@ from __future__ import annotations
 import argparse
 import ctypes
 import os
+import shutil
 import sys
+import tempfile
 from typing import Any, Final
 
 from tracesets.api import logs
-from tracesets.settings import Settings
+from tracesets.settings import MULTIPROC_DIR, Settings
 
 #: glibc's malloc, left to itself, hands the top of its heap back to the system as soon as
 #: twice the last large block freed lies free there, and faults it in again, zeroed, for the
@@ -96,17 +98,23 @@ def main() -> None:
     parser.add_argument("--limit-concurrency", type=int, required=True)
     args = parser.parse_args()
     tune_malloc()
+    # Before anything imports prometheus_client: it reads the folder's name at import.
+    shared = tempfile.mkdtemp(prefix="tracesets-metrics-")
+    os.environ[MULTIPROC_DIR] = shared
 
     import uvicorn
 
-    uvicorn.run(
-        "tracesets.api.app:create_app",
-        host=args.host,
-        port=args.port,
-        workers=args.workers,
-        limit_concurrency=args.limit_concurrency,
-        **uvicorn_options(Settings.from_env()),
-    )
+    try:
+        uvicorn.run(
+            "tracesets.api.app:create_app",
+            host=args.host,
+            port=args.port,
+            workers=args.workers,
+            limit_concurrency=args.limit_concurrency,
+            **uvicorn_options(Settings.from_env()),
+        )
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -41,6 +41,7 @@ from typing import Final
 
 from sqlalchemy import Connection
 
+from tracesets import metrics
 from tracesets.db import inspection_files as claims
 from tracesets.db import queries
 from tracesets.db.engine import Database
@@ -100,6 +101,7 @@ class InspectionQueue:
     def run_one(self) -> bool:
         """Claim a few files and inspect them, and the next few while the pool reads the
         last of those; False when there was nothing to do."""
+        metrics.HEARTBEAT.set_to_current_time()
         self._start_heartbeat()
         batch = self._claim_more()
         if batch is None:
@@ -115,6 +117,7 @@ class InspectionQueue:
         seen: list[claims.Claimed] = []  # the last claim, the one committed
         batch = self.db.write_soon(lambda conn: self._claim_or_take_up(conn, _utcnow(), seen))
         if batch:
+            metrics.TAKEOVERS.inc(seen[-1].taken_over)
             log.info(
                 "%d files claimed by %s",
                 len(batch),
@@ -262,6 +265,8 @@ class InspectionQueue:
 
         self.db.write_soon(record)  # committed with others' writes, as the claim is
         for claim, status, _ in outcomes:
+            if claim in counted:
+                metrics.FILES_INSPECTED.labels(status).inc()
             log.info(
                 "file %s of traceset %s %s by %s (attempt %d)",
                 claim.name,
@@ -318,6 +323,7 @@ class InspectionQueue:
     def _beat(self) -> None:
         """Push the held files' leases forward, three times a lease, until stopped."""
         while not self.stopping.wait(self.lease.total_seconds() / 3):
+            metrics.HEARTBEAT.set_to_current_time()
             held = self._held
             if not held:
                 continue
@@ -359,3 +365,9 @@ class InspectionQueue:
                         await asyncio.wait_for(self.wake.wait(), IDLE_SECONDS)
         finally:
             self.reader.close_pool()
+
+
+def queue_figures(db: Database) -> claims.QueueFigures:
+    """The queue's depth, age and claimants, across every process sharing the database."""
+    with db.read() as conn:
+        return claims.queue_figures(conn, _utcnow())
