@@ -27,6 +27,7 @@ LAYERS: dict[str, int] = {
     "tracesets.promotion": 1,
     "tracesets.settings": 1,
     "tracesets.ratelimit": 1,
+    "tracesets.metrics": 1,
     "tracesets.wire": 1,
     # Reading traces: pure functions of bytes.
     "tracesets.inspection": 2,

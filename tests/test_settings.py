@@ -92,3 +92,20 @@ def test_a_quota_is_off_unless_set_to_whole_bytes_from_0(tmp_path: Path) -> None
         assert str(refused.value) == (
             f"TRACESETS_QUOTA_BYTES must be a whole number of at least 0; got {raw!r}"
         )
+
+
+def test_log_format_and_metrics_access_are_one_of_their_values(tmp_path: Path) -> None:
+    default = Settings.from_env({}, data_dir=tmp_path)
+    assert (default.log_format, default.metrics) == ("text", "loopback")
+    env = {"TRACESETS_LOG_FORMAT": " JSON ", "TRACESETS_METRICS": "token"}
+    chosen = Settings.from_env(env, data_dir=tmp_path)
+    assert (chosen.log_format, chosen.metrics) == ("json", "token")
+    assert uvicorn_options(chosen)["access_log"] is False  # the service writes its own
+    assert uvicorn_options(default)["access_log"] is True
+    for name, raw, values in (
+        ("TRACESETS_LOG_FORMAT", "yaml", "text, json"),
+        ("TRACESETS_METRICS", "public", "loopback, token, open, off"),
+    ):
+        with pytest.raises(SettingsError) as refused:
+            Settings.from_env({name: raw}, data_dir=tmp_path)
+        assert str(refused.value) == f"{name} must be one of {values}; got {raw!r}"

@@ -29,6 +29,8 @@
 | ``TRACESETS_INSPECTION_LEASE`` | ``60`` | seconds a dead process's claim on a file it was inspecting holds before another takes it over |
 | ``TRACESETS_INSPECT_FILE_CPU_SECONDS`` | ``300`` | CPU seconds reading one file may take (``0``: stop at the first check); past it the file is a finding |
 | ``TRACESETS_QUOTA_BYTES`` | none | bytes a workspace may hold, stored or declared in pending tracesets (413 beyond) |
+| ``TRACESETS_LOG_FORMAT`` | ``text`` | ``json``: one JSON object a line, one line a request (uvicorn's access line off) and a background event |
+| ``TRACESETS_METRICS`` | ``loopback`` | who may read ``/metrics``: ``loopback`` clients, ``token`` (the metrics scope), ``open``, or ``off`` (404) |
 """
 
 from __future__ import annotations
@@ -44,6 +46,9 @@ from pathlib import Path
 from tracesets.vocabulary import MAX_BODY_BYTES, MAX_FILES_PER_TRACESET, MAX_METADATA_BYTES
 
 DEFAULT_WORKSPACE = "default"
+#: The folder where every process of ``tracesets serve`` keeps its metrics
+#: (``tracesets.metrics``): prometheus_client reads this variable when it is imported.
+MULTIPROC_DIR = "PROMETHEUS_MULTIPROC_DIR"
 MIB = 1024 * 1024
 
 
@@ -97,6 +102,22 @@ def _whole_or_none(env: Mapping[str, str], name: str) -> int | None:
     return int(raw)
 
 
+def _choice(env: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str:
+    """One of ``choices`` (any case), the first when unset."""
+    raw = (env.get(name) or "").strip().lower()
+    if raw == "":
+        return choices[0]
+    if raw not in choices:
+        raise SettingsError(f"{name} must be one of {', '.join(choices)}; got {raw!r}")
+    return raw
+
+
+#: TRACESETS_LOG_FORMAT's values, the default first.
+LOG_FORMATS = ("text", "json")
+#: TRACESETS_METRICS's values, the default first.
+METRICS_ACCESS = ("loopback", "token", "open", "off")
+
+
 def _bounded(env: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
     raw = env.get(name)
     if low == 0 and raw is not None and raw.isdigit() and int(raw) == 0:
@@ -143,6 +164,8 @@ class Settings:
     inspection_lease: int = 60
     inspect_file_cpu_seconds: int = 300
     quota_bytes: int | None = None  # None: no quota
+    log_format: str = "text"
+    metrics: str = "loopback"
 
     @classmethod
     def from_env(
@@ -203,6 +226,8 @@ class Settings:
             inspection_lease=_bounded(env, "TRACESETS_INSPECTION_LEASE", 60, 1, 86_400),
             inspect_file_cpu_seconds=file_cpu_seconds(env),
             quota_bytes=_whole_or_none(env, "TRACESETS_QUOTA_BYTES"),
+            log_format=_choice(env, "TRACESETS_LOG_FORMAT", LOG_FORMATS),
+            metrics=_choice(env, "TRACESETS_METRICS", METRICS_ACCESS),
         )
 
     def signing_secret(self) -> bytes:

@@ -9,8 +9,9 @@ from tests.flows import problems, upload
 from tests.server import FRESH_CONNECTIONS, ServerProcess
 
 
-@pytest.mark.parametrize("path", ["/healthz", "/livez", "/readyz"])
+@pytest.mark.parametrize("path", ["/healthz", "/livez", "/readyz", "/metrics"])
 def test_probes_need_no_token(server: ServerProcess, path: str) -> None:
+    """(/metrics: by default, to loopback clients, as the tests are.)"""
     assert httpx.get(f"{server.url}{path}", timeout=60).status_code == 200
 
 

@@ -36,7 +36,8 @@ def test_every_route_but_the_probes_and_signed_urls_needs_a_token() -> None:
     operations = [op for ops in OPENAPI["paths"].values() for op in ops.values()]
     unguarded = {op["operationId"] for op in operations if not op.get("security")}
     probes = {"healthz", "livez", "readyz"}
-    assert unguarded == {*probes, "upload_file", "download_signed_file"}
+    # /metrics: a bearer token only when TRACESETS_METRICS=token (tests/api/test_metrics.py).
+    assert unguarded == {*probes, "metrics", "upload_file", "download_signed_file"}
     assert len(bearer_routes()) == len(operations) - len(unguarded)
 
 
@@ -134,6 +135,22 @@ def test_revoked_token_stops_working_at_once(server: ServerProcess) -> None:
     )
     again = server.cli("token", "revoke", "--id", token_id, "--data-dir", str(server.data_dir))
     assert again.returncode == 1
+
+
+def test_a_metrics_token_opens_no_workspace_and_is_made_only_when_asked(
+    server: ServerProcess,
+) -> None:
+    with scoped_client(server, "metrics") as scraper:
+        assert scraper.get("/api/v1/whoami").json()["scopes"] == ["metrics"]
+        for method, path in bearer_routes():
+            if path != "/api/v1/whoami":
+                answer = scraper.request(method, path)
+                assert answer.status_code == 403, (method, path, answer.text)
+    made = server.cli("token", "create", "--data-dir", str(server.data_dir))
+    with httpx.Client(
+        base_url=server.url, headers={"Authorization": f"Bearer {made.stdout.strip()}"}
+    ) as api:
+        assert api.get("/api/v1/whoami").json()["scopes"] == ["read", "write", "promote"]
 
 
 def test_unknown_scope_is_a_usage_error(server: ServerProcess) -> None:

@@ -97,6 +97,13 @@ STRAINED = {
     "one-upload": {"TRACESETS_MAX_CONCURRENT_UPLOADS": "1", "TRACESETS_UPLOAD_WAIT": "1"},
     "crowded": {"TRACESETS_MAX_CONNECTIONS": "2"},
     "behind": {},  # its database is then set a migration back: not ready
+    "unmetered": {"TRACESETS_METRICS": "off"},
+    "metered": {"TRACESETS_METRICS": "token"},
+    "metered-slowly": {
+        "TRACESETS_METRICS": "token",
+        "TRACESETS_RATE_LIMIT": "0.002",  # not SLOW: ``limited`` finds its service by SLOW
+        "TRACESETS_RATE_BURST": "1",
+    },
 }
 
 Request = tuple[str, str, dict[str, Any]]  # method, path, httpx keyword arguments
@@ -127,6 +134,7 @@ ROUTES: dict[str, Callable[[Reach], Request]] = {
     "readyz": lambda r: ("GET", "/readyz", {}),
     "usage": lambda r: ("GET", "/api/v1/usage", {}),
     "whoami": lambda r: ("GET", "/api/v1/whoami", {}),
+    "metrics": lambda r: ("GET", "/metrics", {}),
 }
 
 #: Which scope each operation needs; a token with only another one gets 403.
@@ -267,6 +275,14 @@ def not_ready(reach: Reach) -> httpx.Response:
     return answer
 
 
+def metrics_of(reach: Reach, name: str, tries: int = 1) -> httpx.Response:
+    """/metrics of a strained service, with its bootstrap token (no metrics scope)."""
+    server = reach.strained(name)
+    with reach.api(server=server) as api:
+        answers = [api.get("/metrics") for _ in range(tries)]
+    return answers[-1]
+
+
 def put_bytes(url: str, data: bytes) -> httpx.Response:
     return httpx.put(url, content=data, timeout=60)
 
@@ -387,6 +403,13 @@ TABLE: dict[tuple[str, int], Callable[[Reach], httpx.Response]] = {
     ("readyz", 503): not_ready,
     ("usage", 200): lambda r: _send(r, ROUTES["usage"](r), token=r.scoped("read")),
     ("whoami", 200): lambda r: _send(r, ROUTES["whoami"](r), token=r.scoped("promote")),
+    ("metrics", 200): lambda r: _send(r, ROUTES["metrics"](r), token=None),
+    ("metrics", 401): lambda r: _send(
+        r, ROUTES["metrics"](r), token=None, server=r.strained("metered")
+    ),
+    ("metrics", 403): lambda r: metrics_of(r, "metered"),
+    ("metrics", 404): lambda r: metrics_of(r, "unmetered"),
+    ("metrics", 429): lambda r: metrics_of(r, "metered-slowly", tries=3),
 }
 
 #: Statuses every authenticated operation sends the same way.

@@ -24,7 +24,7 @@ router = APIRouter(prefix="/api/v1", tags=["access"])
     responses=errors(401, 429),
 )
 async def whoami(caller: Caller, service: Service) -> Whoami:
-    scopes = [scope for scope in tokens.SCOPES if scope in caller.scopes]
+    scopes = [scope for scope in tokens.ALL_SCOPES if scope in caller.scopes]
     return Whoami.model_validate(
         {
             "workspace": caller.workspace,

@@ -20,7 +20,19 @@ from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp
 
 from tracesets import web
-from tracesets.api import access, blobs, front, health, hot, openapi, render, routes, usage
+from tracesets.api import (
+    access,
+    blobs,
+    front,
+    health,
+    hot,
+    metrics,
+    observe,
+    openapi,
+    render,
+    routes,
+    usage,
+)
 from tracesets.api.compression import CompressAnswers
 from tracesets.api.guards import (
     OUT_OF_DESCRIPTORS,
@@ -197,16 +209,27 @@ def telemetry(environ: Mapping[str, str]) -> TelemetryConfig:
     return {"tracing": on, "metrics": on, "logs": on}
 
 
-def _serve_hot_routes_in_front(app: FastAPI, body_timeout: float, min_body_rate: int) -> None:
-    """Have the app's stack, once built, pass the hot routes' requests to a ``HotFront``."""
+def _build_stack(app: FastAPI, settings: Settings, front_in: bool) -> None:
+    """Have the app's stack, once built, pass the hot routes' requests to a ``HotFront``
+    (``front_in``) and every request through an ``Observer`` outside it all."""
     build = app.build_middleware_stack
+    reports: list[observe.Report] = [metrics.record]
+    if settings.log_format == "json":
+        reports.append(observe.log_access)
 
-    def build_with_front() -> ASGIApp:
+    def build_observed() -> ASGIApp:
         stack = build()
-        front.install(stack, app.router, app.exception_handlers, body_timeout, min_body_rate)  # type: ignore[arg-type]
-        return stack
+        if front_in:
+            front.install(
+                stack,
+                app.router,
+                app.exception_handlers,  # type: ignore[arg-type]
+                settings.body_idle_timeout,
+                settings.min_body_rate,
+            )
+        return observe.Observer(stack, reports)
 
-    app.build_middleware_stack = build_with_front  # type: ignore[method-assign]
+    app.build_middleware_stack = build_observed  # type: ignore[method-assign]
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -216,6 +239,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         service, transfers = await run_in_threadpool(build_service, settings)
+        metrics.count_process()
         app.state.service, app.state.transfers = service, transfers
         background = [asyncio.create_task(_sweep_forever(service, settings.pending_ttl))]
         inspections: InspectionQueue | None = None
@@ -244,6 +268,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             for task in background:
                 task.cancel()
             service.db.dispose()
+            metrics.forget_process()
 
     app = FastAPI(
         title="Tracesets",
@@ -263,6 +288,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         IdleBodyTimeout, timeout=settings.body_idle_timeout, min_rate=settings.min_body_rate
     )
     app.include_router(health.router)
+    app.include_router(metrics.router)
     app.include_router(access.router)
     app.include_router(usage.router)
     app.include_router(routes.router)
@@ -272,7 +298,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     own_concrete_paths(app.router.routes)
     _install_error_handlers(app)
     app.add_middleware(CompressAnswers)
-    if not observed["tracing"]:
-        _serve_hot_routes_in_front(app, settings.body_idle_timeout, settings.min_body_rate)
+    _build_stack(app, settings, front_in=not observed["tracing"])
     app.openapi = lambda: openapi.build(app)  # type: ignore[method-assign]
     return app

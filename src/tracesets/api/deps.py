@@ -15,6 +15,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.security.utils import get_authorization_scheme_param
 
+from tracesets.api.observe import note
 from tracesets.problems import (
     Forbidden,
     PayloadTooLarge,
@@ -70,6 +71,7 @@ async def authenticate(request: Request) -> tokens.Caller:
                 )
             ]
         )
+    note("workspace", caller.workspace)
     limiter: RateLimiter = request.app.state.rate_limiter
     wait = limiter.take(caller.token_hash)
     if wait > 0:

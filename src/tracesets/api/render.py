@@ -18,6 +18,7 @@ import orjson
 from fastapi import Response
 
 from tracesets import jsontext
+from tracesets.api.observe import note
 from tracesets.inspection.report import empty_json
 from tracesets.problems import Problem, TracesetsError
 from tracesets.records import InspectionRecord, ListedTraceset, StoredFile, Traceset, TracesetHead
@@ -297,6 +298,7 @@ def problem(
     headers: dict[str, str] | None = None,
 ) -> Response:
     """RFC 9457 problem details; ``errors`` lists every problem found."""
+    note("problem", slug)
     body = {
         "type": f"urn:tracesets:problem:{slug}",
         "title": title,

@@ -11,13 +11,15 @@ rich, the client and the analysis, some 35 MiB of RSS) for its whole life.
 from __future__ import annotations
 
 import argparse
-import copy
 import ctypes
 import os
+import shutil
 import sys
+import tempfile
 from typing import Any, Final
 
-from tracesets.settings import Settings
+from tracesets.api import logs
+from tracesets.settings import MULTIPROC_DIR, Settings
 
 #: glibc's malloc, left to itself, hands the top of its heap back to the system as soon as
 #: twice the last large block freed lies free there, and faults it in again, zeroed, for the
@@ -71,26 +73,14 @@ def tune_malloc() -> None:
             mallopt(parameter, int(untuned[name]))
 
 
-def log_config() -> dict[str, Any]:
-    """uvicorn's logging, with its access lines formatted by logging's plain formatter.
-
-    uvicorn's own access formatter copies every record and colours it: 5 % of upload-url's
-    time on the event loop. The lines keep their content (client, request line, status
-    code); only the status code's reason phrase and the colours go.
-    """
-    from uvicorn.config import LOGGING_CONFIG
-
-    config = copy.deepcopy(LOGGING_CONFIG)
-    config["formatters"]["access"] = {"format": "%(levelname)s:     %(message)s"}
-    return config
-
-
 def uvicorn_options(settings: Settings) -> dict[str, Any]:
     """What uvicorn is told besides where to listen, the workers and the request limit."""
     return {
         "factory": True,
         "log_level": "info",
-        "log_config": log_config(),
+        "log_config": logs.config(settings.log_format),
+        # As JSON, the service writes each request's line itself (``api.observe``).
+        "access_log": settings.log_format != "json",
         "timeout_graceful_shutdown": 30,
         "http": "tracesets.api.connections:GuardedHttpToolsProtocol",
         # Uvicorn's 5 s is httpx's own expiry and shorter than a proxy's (60 s for AWS's
@@ -108,17 +98,23 @@ def main() -> None:
     parser.add_argument("--limit-concurrency", type=int, required=True)
     args = parser.parse_args()
     tune_malloc()
+    # Before anything imports prometheus_client: it reads the folder's name at import.
+    shared = tempfile.mkdtemp(prefix="tracesets-metrics-")
+    os.environ[MULTIPROC_DIR] = shared
 
     import uvicorn
 
-    uvicorn.run(
-        "tracesets.api.app:create_app",
-        host=args.host,
-        port=args.port,
-        workers=args.workers,
-        limit_concurrency=args.limit_concurrency,
-        **uvicorn_options(Settings.from_env()),
-    )
+    try:
+        uvicorn.run(
+            "tracesets.api.app:create_app",
+            host=args.host,
+            port=args.port,
+            workers=args.workers,
+            limit_concurrency=args.limit_concurrency,
+            **uvicorn_options(Settings.from_env()),
+        )
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -115,8 +115,8 @@ def serve(
     db = _database(settings)
     token: str | None = None
     if settings.bootstrap_token is not None:
+        # Not printed: whoever set it knows it, and the banner ends in the service's logs.
         tokens.ensure(db, settings.bootstrap_token, workspace=DEFAULT_WORKSPACE, name="bootstrap")
-        token = settings.bootstrap_token
     elif not tokens.any_exist(db):
         token = tokens.create(db, workspace=DEFAULT_WORKSPACE, name="first token")
     db.dispose()
@@ -132,7 +132,10 @@ def token_create(
     name: Annotated[str | None, typer.Option(help="A note to recognise the token by.")] = None,
     scope: Annotated[
         list[str] | None,
-        typer.Option(help="read, write or promote; repeat for several (default: all three)."),
+        typer.Option(
+            help="read, write, promote or metrics; repeat for several (default: read, write "
+            "and promote)."
+        ),
     ] = None,
     data_dir: DataDir = None,
 ) -> None:
@@ -142,8 +145,8 @@ def token_create(
     if not 1 <= len(workspace) <= 128:
         fail_usage("--workspace must be 1 to 128 characters")
     scopes = scope or list(tokens.SCOPES)
-    if unknown := sorted(set(scopes) - set(tokens.SCOPES)):
-        fail_usage(f"--scope must be read, write or promote; got {', '.join(unknown)}")
+    if unknown := sorted(set(scopes) - set(tokens.ALL_SCOPES)):
+        fail_usage(f"--scope must be read, write, promote or metrics; got {', '.join(unknown)}")
     db = _database(_settings(data_dir))
     print(tokens.create(db, workspace=workspace, name=name, scopes=scopes))
     db.dispose()

@@ -117,6 +117,7 @@ class Claimed(NamedTuple):
 
     files: list[Claim]
     empty: int | None = None
+    taken_over: int = 0  # of ``files``, those whose lease had run out (their process died)
 
 
 def claim_files(
@@ -151,14 +152,15 @@ def claim_files(
                     continue
                 found = _pending(conn, workspace, max_files - lapsed)
                 if not found:  # no primary file at all
-                    return Claimed(_claim(conn, rows, owner, lease_until, max_bytes), seq)
+                    taken = _claim(conn, rows, owner, lease_until, max_bytes)
+                    return Claimed(taken, seq, min(lapsed, len(taken)))
             rows += found
             serving = workspace
             break
     taken = _claim(conn, rows, owner, lease_until, max_bytes)
     if serving is not None and len(taken) > lapsed:
         turns.served(conn, serving)
-    return Claimed(taken)
+    return Claimed(taken, taken_over=min(lapsed, len(taken)))
 
 
 def _pending(conn: Connection, workspace: str, limit: int) -> list[Row[Any]]:
@@ -388,3 +390,37 @@ def checked(conn: Connection, *, seq: int, owner: str) -> None:
     """Name who ran the checks, and drop the files' results: the inspection holds them."""
     conn.execute(_CHECKED_BY, {"seq": seq, "checker": owner})
     conn.execute(_DROP_RESULTS, {"seq": seq})
+
+
+class QueueFigures(NamedTuple):
+    """The inspection queue as the database sees it, for the service's metrics."""
+
+    pending_files: int  # files of running inspections not claimed yet
+    unfinished: int  # inspections queued or running
+    oldest_since: datetime | None  # the oldest unfinished one's traceset last changed then
+    claimants: int  # processes holding a live claim on a file
+
+
+#: Each an index seek or a range of the status indexes (only unfinished rows, never the
+#: finished ones kept as the record).
+_PENDING_FILES: Final = select(func.count()).where(inspection_files.c.status == "pending")
+_UNFINISHED_INSPECTIONS: Final = select(func.count()).where(inspections.c.status.in_(_UNFINISHED))
+_OLDEST: Final = select(tracesets.c.updated_at).where(
+    tracesets.c.seq
+    == select(func.min(inspections.c.traceset_seq))
+    .where(inspections.c.status.in_(_UNFINISHED))
+    .scalar_subquery()
+)
+_CLAIMANTS: Final = select(func.count(inspection_files.c.owner.distinct())).where(
+    inspection_files.c.status == "running", inspection_files.c.lease_until >= bindparam("now")
+)
+
+
+def queue_figures(conn: Connection, now: datetime) -> QueueFigures:
+    oldest = conn.execute(_OLDEST).scalar()
+    return QueueFigures(
+        pending_files=conn.execute(_PENDING_FILES).scalar_one(),
+        unfinished=conn.execute(_UNFINISHED_INSPECTIONS).scalar_one(),
+        oldest_since=oldest,
+        claimants=conn.execute(_CLAIMANTS, {"now": now}).scalar_one(),
+    )

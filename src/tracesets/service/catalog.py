@@ -234,7 +234,11 @@ class TracesetService(Uploads, Completion):
                 self.delete(workspace, traceset_id)
             except NotFound:
                 continue  # another process swept it first
-            log.info("swept abandoned pending traceset %s", traceset_id)
+            log.info(
+                "swept abandoned pending traceset %s",
+                traceset_id,
+                extra={"event": "traceset.swept", "traceset_id": traceset_id},
+            )
         self.orphans.run()
         return len(stale)
 

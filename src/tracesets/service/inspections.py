@@ -41,6 +41,7 @@ from typing import Final
 
 from sqlalchemy import Connection
 
+from tracesets import metrics
 from tracesets.db import inspection_files as claims
 from tracesets.db import queries
 from tracesets.db.engine import Database
@@ -100,6 +101,7 @@ class InspectionQueue:
     def run_one(self) -> bool:
         """Claim a few files and inspect them, and the next few while the pool reads the
         last of those; False when there was nothing to do."""
+        metrics.HEARTBEAT.set_to_current_time()
         self._start_heartbeat()
         batch = self._claim_more()
         if batch is None:
@@ -112,9 +114,26 @@ class InspectionQueue:
         # Committed with the requests' writes (one fsync on SQLite, not one more each):
         # a claim and a record per traceset, each holding SQLite's only writer through
         # its own fsync, made every upload and promote of a busy service wait on them.
-        return self.db.write_soon(lambda conn: self._claim_or_take_up(conn, _utcnow()))
+        seen: list[claims.Claimed] = []  # the last claim, the one committed
+        batch = self.db.write_soon(lambda conn: self._claim_or_take_up(conn, _utcnow(), seen))
+        if batch:
+            metrics.TAKEOVERS.inc(seen[-1].taken_over)
+            log.info(
+                "%d files claimed by %s",
+                len(batch),
+                self.owner,
+                extra={
+                    "event": "inspection.claimed",
+                    "files": len(batch),
+                    "taken_over": seen[-1].taken_over,
+                    "owner": self.owner,
+                },
+            )
+        return batch
 
-    def _claim_or_take_up(self, conn: Connection, now: datetime) -> list[Claim] | None:
+    def _claim_or_take_up(
+        self, conn: Connection, now: datetime, seen: list[claims.Claimed]
+    ) -> list[Claim] | None:
         """Files to inspect, of the workspace whose turn it is (an inspection of it taken
         up if none is running); None when nothing is queued."""
         claimed = claims.claim_files(
@@ -125,10 +144,16 @@ class InspectionQueue:
             max_files=MAX_BATCH_FILES,
             max_bytes=MAX_BATCH_BYTES,
         )
+        seen.append(claimed)
         if claimed.empty is None:
             return claimed.files or None
         if self._join(conn, claimed.empty):  # no primary file at all
-            log.info("inspection %d: checks across ranks run by %s", claimed.empty, self.owner)
+            log.info(
+                "inspection %d: checks across ranks run by %s",
+                claimed.empty,
+                self.owner,
+                extra={"event": "inspection.done", "owner": self.owner},
+            )
         return claimed.files
 
     def _inspect(self, batch: list[Claim]) -> None:
@@ -186,7 +211,12 @@ class InspectionQueue:
             # (not the traces: those become findings)
             if self.stopping.is_set():
                 return None  # given back with the rest of the batch
-            log.exception("inspecting file %s failed (attempt %d)", claim.name, claim.attempts)
+            log.exception(
+                "inspecting file %s failed (attempt %d)",
+                claim.name,
+                claim.attempts,
+                extra={"event": "inspection.attempt_failed", "traceset_id": claim.traceset_id},
+            )
             if claim.attempts >= MAX_ATTEMPTS:
                 return "failed", str(exc)
             with self.db.write() as conn:
@@ -199,7 +229,12 @@ class InspectionQueue:
             for claim in left:
                 claims.release(conn, claim=claim, owner=self.owner, count_attempt=False)
         for claim in left:
-            log.info("file %s given back: %s is stopping", claim.name, self.owner)
+            log.info(
+                "file %s given back: %s is stopping",
+                claim.name,
+                self.owner,
+                extra={"event": "inspection.given_back", "traceset_id": claim.traceset_id},
+            )
 
     def _record(self, outcomes: list[Outcome]) -> None:
         """Record files; for each traceset whose last file this was, join its files and
@@ -230,6 +265,8 @@ class InspectionQueue:
 
         self.db.write_soon(record)  # committed with others' writes, as the claim is
         for claim, status, _ in outcomes:
+            if claim in counted:
+                metrics.FILES_INSPECTED.labels(status).inc()
             log.info(
                 "file %s of traceset %s %s by %s (attempt %d)",
                 claim.name,
@@ -239,9 +276,20 @@ class InspectionQueue:
                 else "inspected, but another process recorded it first,",
                 self.owner,
                 claim.attempts,
+                extra={
+                    "event": f"inspection.file_{status}" if claim in counted else "inspection.late",
+                    "traceset_id": claim.traceset_id,
+                    "attempt": claim.attempts,
+                    "owner": self.owner,
+                },
             )
         for seq in joined:
-            log.info("inspection %d: checks across ranks run by %s", seq, self.owner)
+            log.info(
+                "inspection %d: checks across ranks run by %s",
+                seq,
+                self.owner,
+                extra={"event": "inspection.done", "owner": self.owner},
+            )
 
     def _join(self, conn: Connection, seq: int) -> bool:
         try:
@@ -275,6 +323,7 @@ class InspectionQueue:
     def _beat(self) -> None:
         """Push the held files' leases forward, three times a lease, until stopped."""
         while not self.stopping.wait(self.lease.total_seconds() / 3):
+            metrics.HEARTBEAT.set_to_current_time()
             held = self._held
             if not held:
                 continue
@@ -316,3 +365,9 @@ class InspectionQueue:
                         await asyncio.wait_for(self.wake.wait(), IDLE_SECONDS)
         finally:
             self.reader.close_pool()
+
+
+def queue_figures(db: Database) -> claims.QueueFigures:
+    """The queue's depth, age and claimants, across every process sharing the database."""
+    with db.read() as conn:
+        return claims.queue_figures(conn, _utcnow())

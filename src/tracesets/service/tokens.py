@@ -3,7 +3,9 @@
 A token has 256 bits of entropy, so one unsalted SHA-256 is enough to make the
 stored hashes useless to whoever reads the database (no dictionary to try). A token
 opens one workspace and carries scopes: ``read`` (get, list, download), ``write``
-(upload, complete, delete) and ``promote``.
+(upload, complete, delete) and ``promote``; or ``metrics`` (``/metrics`` under
+``TRACESETS_METRICS=token``), given only when asked for: a scraper's token opens nothing
+else, and a workspace's tokens do not read the whole service's figures.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from tracesets.db.engine import Database
 from tracesets.db.tables import tokens
 
 PREFIX: Final = "tsk_"
+#: A new token's scopes unless others are asked for.
 SCOPES: Final = ("read", "write", "promote")
+ALL_SCOPES: Final = (*SCOPES, "metrics")
 
 _CALLER = select(tokens.c.workspace, tokens.c.scopes).where(
     tokens.c.token_hash == bindparam("token_hash"), tokens.c.revoked_at.is_(None)
@@ -57,10 +61,10 @@ def hash_token(token: str) -> str:
 
 def _scopes_text(scopes: Iterable[str]) -> str:
     chosen = set(scopes)
-    unknown = chosen - set(SCOPES)
+    unknown = chosen - set(ALL_SCOPES)
     if unknown or not chosen:
-        raise ValueError(f"scopes must be some of {', '.join(SCOPES)}; got {sorted(chosen)}")
-    return " ".join(s for s in SCOPES if s in chosen)
+        raise ValueError(f"scopes must be some of {', '.join(ALL_SCOPES)}; got {sorted(chosen)}")
+    return " ".join(s for s in ALL_SCOPES if s in chosen)
 
 
 def _insert(db: Database, digest: str, workspace: str, name: str | None, scopes: str) -> None:

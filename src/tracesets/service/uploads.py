@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 from collections.abc import Callable
 from datetime import timedelta
@@ -25,6 +26,8 @@ from tracesets.uploadrequest import (
     read_file_additions,
     read_upload_request,
 )
+
+log = logging.getLogger("tracesets")
 
 IDEMPOTENCY_WINDOW = timedelta(hours=24)
 
@@ -161,9 +164,18 @@ class Uploads(Targets):
         return insert
 
     def _abort(self, traceset_id: str, plans: list[UploadPlan]) -> None:
+        aborted = 0
         for idx, plan in enumerate(plans):
             if plan.upload_id is not None:
                 self.store.abort_upload(blob_key(traceset_id, idx), plan.upload_id)
+                aborted += 1
+        if aborted:
+            log.info(
+                "aborted %d multipart uploads of traceset %s, never recorded",
+                aborted,
+                traceset_id,
+                extra={"event": "uploads.aborted", "traceset_id": traceset_id, "files": aborted},
+            )
 
     def _earlier_answer(
         self, conn: Connection, workspace: str, key: str, body_sha256: str

@@ -173,11 +173,11 @@ class Usage(BaseModel):
 
 
 class Whoami(BaseModel):
-    """What a token opens: its workspace and its scopes, in the order read, write, promote;
-    and how its uploads go, for a client to prepare them."""
+    """What a token opens: its workspace and its scopes, in the order read, write, promote,
+    metrics; and how its uploads go, for a client to prepare them."""
 
     workspace: str
-    scopes: list[Literal["read", "write", "promote"]]
+    scopes: list[Literal["read", "write", "promote", "metrics"]]
     multipartThreshold: int | None = Field(
         description="Files of more bytes than this are uploaded in parts, a URL a part; "
         "null: every file in one PUT. A client declares `partSize` and `partSha256` only "

@@ -1,0 +1,125 @@
+"""Every request observed once, outside every other layer: its id, route, status, time, bytes.
+
+The hot routes are served past the middleware stack (``api.front``), so a middleware
+would miss them; this wraps the whole stack, which every request passes. A request's id
+is the client's ``X-Request-ID`` when it is a plain one (1 to 128 of ``A-Z a-z 0-9 . _
+-``: nothing a log line could be forged with), else one made here; every answer carries
+it back. Its route is the template (``/api/v1/tracesets/{traceset_id}``), never the path
+itself, and ``unmatched`` when no route matched: a label of bounded values, whatever
+the paths sent. The fields the layers inside learn (the workspace, the problem's type)
+are added to ``logs.FIELDS`` as they go, and end in the request's log line.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import secrets
+import time
+from collections.abc import Callable
+from typing import Any, Final
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from tracesets.api.logs import FIELDS
+
+access_log = logging.getLogger("tracesets.access")
+
+_REQUEST_ID: Final = re.compile(rb"[A-Za-z0-9._-]{1,128}")
+UNMATCHED: Final = "unmatched"
+
+#: Called once a request is answered: route template, method, status, seconds, bytes in,
+#: bytes out, and its fields.
+Report = Callable[[str, str, int, float, int, int, dict[str, Any]], None]
+
+
+def request_id(scope: Scope) -> str:
+    """The client's ``X-Request-ID`` if it is a plain one, else a new one."""
+    for name, value in scope["headers"]:
+        if name == b"x-request-id" and _REQUEST_ID.fullmatch(value):
+            return bytes(value).decode()
+    return secrets.token_hex(8)
+
+
+def route_of(scope: Scope) -> str:
+    route = scope.get("route")
+    path = getattr(route, "path", None)
+    return path if isinstance(path, str) and path else UNMATCHED
+
+
+def note(name: str, value: object) -> None:
+    """Add a field to the log line of the request being served (none outside one)."""
+    fields = FIELDS.get()
+    if fields is not None:
+        fields[name] = value
+
+
+def log_access(
+    route: str,
+    method: str,
+    status: int,
+    seconds: float,
+    received: int,
+    sent: int,
+    fields: dict[str, Any],
+) -> None:
+    """The request's JSON line (``TRACESETS_LOG_FORMAT=json``): never its query."""
+    access_log.info(
+        "%s %s %d",
+        method,
+        route,
+        status,
+        extra={
+            "route": route,
+            "method": method,
+            "status": status,
+            "duration_ms": round(seconds * 1000, 3),
+            "bytes_in": received,
+            "bytes_out": sent,
+        },
+    )
+
+
+class Observer:
+    """ASGI middleware: the request's id in and out, and ``reports`` once it is answered."""
+
+    def __init__(self, app: ASGIApp, reports: list[Report]) -> None:
+        self.app = app
+        self.reports = reports
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        rid = request_id(scope)
+        fields: dict[str, Any] = {"request_id": rid}
+        context = FIELDS.set(fields)
+        header = (b"x-request-id", rid.encode())
+        status = 0
+        received = sent = 0
+
+        async def counted() -> Message:
+            nonlocal received
+            message = await receive()
+            received += len(message.get("body", b""))
+            return message
+
+        async def sender(message: Message) -> None:
+            nonlocal status, sent
+            kind = message["type"]
+            if kind == "http.response.start":
+                status = message["status"]
+                message["headers"] = [*message.get("headers", ()), header]
+            elif kind == "http.response.body":
+                sent += len(message.get("body", b""))
+            await send(message)
+
+        try:
+            await self.app(scope, counted, sender)
+        finally:
+            seconds = time.perf_counter() - started
+            route, method = route_of(scope), scope["method"]
+            for report in self.reports:
+                report(route, method, status, seconds, received, sent, fields)
+            FIELDS.reset(context)
