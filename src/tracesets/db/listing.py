@@ -222,7 +222,10 @@ def _figured(shape: _Shape, figures: tuple[str, ...], sort: Sort, after: bool) -
             *(FILTER_COLUMNS[name] == _value(name) for name in shape.columns)
         )
     if sort == DEFAULT_SORT:
-        key: tuple[ColumnElement[Any], ...] = (inspections.c.traceset_seq,)
+        # Ordered by an expression, not the key: else SQLite walks every inspection newest
+        # first checking the figure, as long as the matches are old; this way the figure's
+        # own index gives the matches, and only they are sorted.
+        key: tuple[ColumnElement[Any], ...] = (inspections.c.traceset_seq + 0,)
         listed_key: tuple[ColumnElement[Any], ...] = (tracesets.c.seq,)
         descending = True
         if after:
