@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from tracesets.performance import UNKNOWN, Performance
 from tracesets.vocabulary import Status
 
 
@@ -73,6 +74,8 @@ class ListedTraceset(TracesetHead):
     file_summary: FileSummary
     inspection_status: str | None
     inspection_ok: bool | None
+    #: The done inspection's figures (unknown ones None); they also make a sorted cursor.
+    performance: Performance = UNKNOWN
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ with its rules in ``workload`` and are named here.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Final, Literal, TypedDict
+from typing import Final, Literal, TypedDict, get_args
 
 from tracesets import workload
 
@@ -42,7 +42,25 @@ MAX_STORED_INTEGER: Final = 2**63 - 1
 
 # -- list filters ---------------------------------------------------------------------------
 
-FilterKind = Literal["status", "text", "integer", "boolean"]
+FilterKind = Literal["status", "text", "integer", "boolean", "decimal"]
+
+#: A traceset's performance figures, computed once when its inspection is done (each a
+#: column of its inspection, of the same name): the list filters and sorts on them.
+Figure = Literal["gpu_idle_pct", "comm_overlap_pct", "step_ms"]
+FIGURES: Final[tuple[Figure, ...]] = get_args(Figure)
+#: The list's orders: newest first (the default), or by a figure, ascending or (``-``)
+#: descending, ties in created order the same way.
+Sort = Literal[
+    "-created",
+    "gpu_idle_pct",
+    "-gpu_idle_pct",
+    "comm_overlap_pct",
+    "-comm_overlap_pct",
+    "step_ms",
+    "-step_ms",
+]
+SORTS: Final[tuple[Sort, ...]] = get_args(Sort)
+DEFAULT_SORT: Final[Sort] = "-created"
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +74,9 @@ class Filter:
     description: str
     maximum: int | None = None  # integers: 1 to this
     alias: str | None = None  # a second spelling of the same filter, in the member's own
+    #: decimals: the figure they bound, and how (``max``: at most, ``min``: at least)
+    figure: Figure | None = None
+    bound: Literal["max", "min"] | None = None
 
 
 FILTERS: Final[tuple[Filter, ...]] = (
@@ -97,6 +118,47 @@ FILTERS: Final[tuple[Filter, ...]] = (
         "true: inspected, and the ranks agree with each other (collective counts, step "
         "times, declared parallelism); false: they do not (see inspection.warnings).",
     ),
+    Filter(
+        "gpu_idle_pct_max",
+        "decimal",
+        "GPU idle % at most",
+        "The median over ranks of the GPU idle % (perRank gpu.idlePct) is at most this.",
+        figure="gpu_idle_pct",
+        bound="max",
+    ),
+    Filter(
+        "gpu_idle_pct_min",
+        "decimal",
+        "GPU idle % at least",
+        "The median over ranks of the GPU idle % (perRank gpu.idlePct) is at least this.",
+        figure="gpu_idle_pct",
+        bound="min",
+    ),
+    Filter(
+        "comm_overlap_pct_min",
+        "decimal",
+        "Comm. overlap % at least",
+        "The median over ranks of the communication overlap % (perRank gpu.overlapPct) is "
+        "at least this.",
+        figure="comm_overlap_pct",
+        bound="min",
+    ),
+    Filter(
+        "step_ms_max",
+        "decimal",
+        "Step ms at most",
+        "The median over ranks of the median step time (perRank steps.medianUs), in "
+        "milliseconds, is at most this.",
+        figure="step_ms",
+        bound="max",
+    ),
+    Filter(
+        "has_stragglers",
+        "boolean",
+        "Has stragglers",
+        "true: inspected, and some rank straggles (see inspection.stragglers); false: "
+        "inspected, with per-rank figures, and none does.",
+    ),
 )
 
 
@@ -110,6 +172,11 @@ class ListFilters(TypedDict, total=False):
     global_batch_size: int
     inspected_ok: bool
     ranks_consistent: bool
+    gpu_idle_pct_max: float
+    gpu_idle_pct_min: float
+    comm_overlap_pct_min: float
+    step_ms_max: float
+    has_stragglers: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,12 +190,17 @@ class ListFilter:
     global_batch_size: int | None = None
     inspected_ok: bool | None = None
     ranks_consistent: bool | None = None
+    gpu_idle_pct_max: float | None = None
+    gpu_idle_pct_min: float | None = None
+    comm_overlap_pct_min: float | None = None
+    step_ms_max: float | None = None
+    has_stragglers: bool | None = None
 
-    def given(self) -> dict[str, str | int | bool]:
+    def given(self) -> dict[str, str | int | float | bool]:
         """The filters given, by name, in ``FILTERS`` order."""
         return {f.name: value for f in fields(self) if (value := getattr(self, f.name)) is not None}
 
-    def query(self) -> dict[str, str | int]:
+    def query(self) -> dict[str, str | int | float]:
         """The query parameters that ask the list for these filters."""
         return {
             name: ("true" if value else "false") if isinstance(value, bool) else value

@@ -96,6 +96,7 @@ def _parameter(term: Filter, name: str, alias: str | None = None) -> inspect.Par
         "text": (str, {"pattern": _NO_NUL}),
         "integer": (int, {"ge": 1, "le": term.maximum}),
         "boolean": (bool, {}),
+        "decimal": (float, {"allow_inf_nan": False}),
     }
     kind, bounds = kinds[term.kind]
     description = term.description

@@ -253,7 +253,7 @@ def page(p: Page) -> dict[str, Any]:
         if shown and used > LIST_PAGE_BYTES:
             return {
                 "items": shown,
-                "nextCursor": encode_cursor(CursorKind.LIST, p.items[before - 1].seq),
+                "nextCursor": p.cursor_after(p.items[before - 1]),
             }
         shown.append(orjson.Fragment(item))
     return {"items": shown, "nextCursor": p.next_cursor}

@@ -23,7 +23,7 @@ from tracesets.api.deps import (
 from tracesets.api.listquery import ListFilterQuery, refuse_unknown_query
 from tracesets.api.openapi import errors, json_body
 from tracesets.problems import NotFound, Problem
-from tracesets.vocabulary import LIST_PAGE_DEFAULT, LIST_PAGE_MAX
+from tracesets.vocabulary import DEFAULT_SORT, LIST_PAGE_DEFAULT, LIST_PAGE_MAX, Sort
 from tracesets.wire import (
     FileList,
     PromotedTraceset,
@@ -49,6 +49,10 @@ async def checked_traceset_id(traceset_id: str) -> str:
 #: The cursor of every paged route: the ``nextCursor`` its previous page answered.
 PageCursor = Annotated[
     str | None, Query(max_length=64, description="nextCursor of the previous page.")
+]
+#: The list's cursor: a sorted list's holds its sort and a figure too.
+ListCursor = Annotated[
+    str | None, Query(max_length=128, description="nextCursor of the previous page.")
 ]
 #: How many files a page of files (or of upload status) holds.
 FilesLimit = Annotated[
@@ -202,10 +206,12 @@ async def list_rank_figures(
 
 @router.get(
     "",
-    summary="List tracesets, newest first",
+    summary="List tracesets, newest first or by a performance figure",
     description="Filters combine with AND. Pages are cursor based: pass `nextCursor` as "
-    "`cursor` until it is null. A query parameter not listed here is refused (400, naming it, "
-    "and the parameter meant when it is a near miss such as `workloadFamily`).",
+    "`cursor` until it is null, with the same `sort`. A query parameter not listed here is "
+    "refused (400, naming it, and the parameter meant when it is a near miss such as "
+    "`workloadFamily`). The performance filters and sorts read the figures computed when "
+    "the traceset's inspection is done; a traceset without the figure matches none.",
     response_model=TracesetList,
     responses=errors(400, 401, 403, 429),
 )
@@ -218,13 +224,21 @@ async def list_tracesets(
         int,
         Query(ge=1, le=LIST_PAGE_MAX, description=f"Page size, 1 to {LIST_PAGE_MAX:,}."),
     ] = LIST_PAGE_DEFAULT,
-    cursor: PageCursor = None,
+    cursor: ListCursor = None,
+    sort: Annotated[
+        Sort,
+        Query(
+            description="-created: newest first. A figure (gpu_idle_pct, comm_overlap_pct, "
+            "step_ms): ascending, or descending with a leading -, ties in created order the "
+            "same way; only tracesets with that figure are listed."
+        ),
+    ] = DEFAULT_SORT,
 ) -> Response:
     if service.reads_inline:  # SQLite: a page is read in less time than the hop to a thread
-        page = service.list_page(workspace, where, limit=limit, cursor=cursor)
+        page = service.list_page(workspace, where, limit=limit, cursor=cursor, sort=sort)
     else:
         page = await run_in_threadpool(
-            service.list_page, workspace, where, limit=limit, cursor=cursor
+            partial(service.list_page, workspace, where, limit=limit, cursor=cursor, sort=sort)
         )
     return render.json_response(render.page(page))
 

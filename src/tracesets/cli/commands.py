@@ -19,7 +19,7 @@ from tracesets.client import Client, ClientError
 from tracesets.client.downloads import DownloadSummary, choose
 from tracesets.inspection import Summary
 from tracesets.jobs import missing_ranks, ranges
-from tracesets.vocabulary import LIST_PAGE_MAX, ListFilter, ListFilters
+from tracesets.vocabulary import DEFAULT_SORT, LIST_PAGE_MAX, ListFilter, ListFilters, Sort
 
 if TYPE_CHECKING:
     from tracesets.client import Traceset, TracesetFile, TracesetSummary
@@ -149,14 +149,22 @@ def list_(
     limit: Annotated[
         int, typer.Option(min=0, help="Show at most this many, newest first; 0 for all.")
     ] = 50,
+    sort: Annotated[
+        Sort,
+        typer.Option(
+            help="-created (newest first), or a figure (gpu_idle_pct, comm_overlap_pct, "
+            "step_ms): ascending, descending with a leading -; only tracesets with it."
+        ),
+    ] = DEFAULT_SORT,
     as_json: options.Json = False,
     url: options.Url = None,
     token: options.Token = None,
 ) -> None:
-    """List tracesets, newest first: a table, or JSON with --json."""
+    """List tracesets, newest first or by a figure: a table, or JSON with --json."""
     with options.client(url, token) as client:
         found = client.list_tracesets(
             page_size=limit + 1 if limit else LIST_PAGE_MAX,
+            sort=sort,
             **cast(ListFilters, where.given()),
         )
         items = list(islice(found, limit + 1) if limit else found)
@@ -167,7 +175,7 @@ def list_(
     else:
         _table(items)
     if more:
-        warn(f"(the newest {limit}; --limit 0 shows all)")
+        warn(f"(the first {limit}; --limit 0 shows all)")
 
 
 def _table(items: list[TracesetSummary]) -> None:

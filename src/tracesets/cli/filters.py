@@ -29,6 +29,9 @@ def _option(term: Filter) -> inspect.Parameter:
     elif term.kind == "integer":
         option = typer.Option(flag, min=1, max=term.maximum, help=help_text, show_default=False)
         kind = int
+    elif term.kind == "decimal":
+        option = typer.Option(flag, help=help_text, show_default=False)
+        kind = float
     elif term.kind == "status":
         option = typer.Option(flag, help=f"{', '.join(STATUSES)}.", show_default=False)
         kind = str

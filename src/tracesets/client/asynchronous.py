@@ -45,7 +45,7 @@ from tracesets.client.retry import RetryPolicy
 from tracesets.client.state import UploadState
 from tracesets.client.transport import AsyncSchemeTransport
 from tracesets.uploadrequest import Role
-from tracesets.vocabulary import ListFilters
+from tracesets.vocabulary import DEFAULT_SORT, ListFilters, Sort
 
 T = TypeVar("T")
 
@@ -246,10 +246,14 @@ class AsyncClient(AwaitingIO):
                 return
 
     async def list_tracesets(
-        self, *, page_size: int = 100, **filters: Unpack[ListFilters]
+        self,
+        *,
+        page_size: int = 100,
+        sort: Sort = DEFAULT_SORT,
+        **filters: Unpack[ListFilters],
     ) -> AsyncIterator[TracesetSummary]:
         """Every traceset matching all the filters given, as ``Client.list_tracesets``."""
-        params = protocol.list_params(filters, page_size)
+        params = protocol.list_params(filters, page_size, sort)
         while True:
             page = await self._fetch(self._list_page_call(params))
             for item in page.items:

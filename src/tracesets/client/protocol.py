@@ -25,6 +25,7 @@ from tracesets.client.errors import ClientError
 from tracesets.problems import Problem, TracesetsError
 from tracesets.uploadrequest import read_file_additions, read_upload_request
 from tracesets.vocabulary import (
+    DEFAULT_SORT,
     FILES_PAGE_MAX,
     LIST_PAGE_MAX,
     MAX_BODY_BYTES,
@@ -32,6 +33,7 @@ from tracesets.vocabulary import (
     MAX_FILES_PER_TRACESET,
     ListFilter,
     ListFilters,
+    Sort,
 )
 
 if TYPE_CHECKING:
@@ -183,9 +185,13 @@ def encode(body: Any) -> bytes:
         raise ClientError(f"The request cannot be sent as JSON: {exc}", sent=False) from None
 
 
-def list_params(filters: ListFilters, page_size: int) -> dict[str, str | int]:
-    """The list's query: the filters given (keywords of the vocabulary) and a page size."""
-    return {**ListFilter(**filters).query(), "limit": max(1, min(LIST_PAGE_MAX, page_size))}
+def list_params(
+    filters: ListFilters, page_size: int, sort: Sort = DEFAULT_SORT
+) -> dict[str, str | int | float]:
+    """The list's query: the filters given (keywords of the vocabulary), a page size, and
+    the sort unless it is the default (so that a service without sorts reads it too)."""
+    params = {**ListFilter(**filters).query(), "limit": max(1, min(LIST_PAGE_MAX, page_size))}
+    return params if sort == DEFAULT_SORT else {**params, "sort": sort}
 
 
 def traceset_path(traceset_id: str, *rest: str) -> str:

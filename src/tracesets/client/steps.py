@@ -35,7 +35,7 @@ from tracesets.client.progress import FilesCallback, ProgressCallback, ProgressC
 from tracesets.client.retry import RetryPolicy
 
 T = TypeVar("T")
-Params = Mapping[str, str | int]
+Params = Mapping[str, str | int | float]
 
 
 @dataclass(frozen=True, slots=True)

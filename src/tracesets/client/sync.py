@@ -36,7 +36,7 @@ from tracesets.client.retry import RetryPolicy
 from tracesets.client.state import UploadState
 from tracesets.client.transport import SchemeTransport
 from tracesets.uploadrequest import Role
-from tracesets.vocabulary import ListFilters
+from tracesets.vocabulary import DEFAULT_SORT, ListFilters, Sort
 
 if TYPE_CHECKING:
     from tracesets.client.models import (
@@ -339,15 +339,21 @@ class Client(BlockingIO):
                 return
 
     def list_tracesets(
-        self, *, page_size: int = 100, **filters: Unpack[ListFilters]
+        self,
+        *,
+        page_size: int = 100,
+        sort: Sort = DEFAULT_SORT,
+        **filters: Unpack[ListFilters],
     ) -> Iterator[TracesetSummary]:
         """Every traceset matching all the filters given (``vocabulary.FILTERS``: status,
         rank_count, workload_family, workload_name, global_batch_size, inspected_ok,
-        ranks_consistent), newest first, page after page.
+        ranks_consistent, and on the inspection's figures gpu_idle_pct_max,
+        gpu_idle_pct_min, comm_overlap_pct_min, step_ms_max, has_stragglers), newest first
+        or in ``sort``'s order (``vocabulary.SORTS``: ``"-gpu_idle_pct"``…), page after page.
 
         Items count their files (``fileCount``, ``fileBytes``, ``filesReceived``);
         ``get_traceset`` or ``iter_files`` lists them."""
-        params = protocol.list_params(filters, page_size)
+        params = protocol.list_params(filters, page_size, sort)
         while True:
             page = self._fetch(self._list_page_call(params))
             yield from page.items

@@ -1,5 +1,6 @@
-"""A page of a workspace's tracesets, newest first, filtered: each traceset with its files
-counted and its inspection's verdict, in one statement per page.
+"""A page of a workspace's tracesets, newest first or by a performance figure, filtered:
+each traceset with its files counted and its inspection's verdict and figures, in one
+statement per page.
 """
 
 from __future__ import annotations
@@ -17,17 +18,28 @@ from sqlalchemy import (
     case,
     func,
     select,
+    tuple_,
 )
 
 from tracesets.db.queries import head
 from tracesets.db.tables import files, inspections, tracesets
+from tracesets.performance import COLUMNS as PERFORMANCE
+from tracesets.performance import Performance
 from tracesets.records import FileSummary, ListedTraceset
-from tracesets.vocabulary import ListFilter
+from tracesets.vocabulary import DEFAULT_SORT, FILTERS, ListFilter, Sort
 
 
 def _of_files(counted: ColumnElement[Any]) -> Any:
     """A figure of the listed traceset's files, read from their rows by the database."""
     return select(counted).where(files.c.traceset_seq == tracesets.c.seq).scalar_subquery()
+
+
+def _name(name: str) -> str:
+    return f"filter_{name}"
+
+
+def _value(name: str) -> BindParameter[Any]:
+    return bindparam(_name(name))
 
 
 #: A page's columns: the traceset's, its files counted (no file row leaves the database;
@@ -44,6 +56,7 @@ _LISTED = select(
     ),
     inspections.c.status.label("inspection_status"),
     inspections.c.ok.label("inspection_ok"),
+    *(inspections.c[name] for name in PERFORMANCE),
 ).select_from(tracesets.outerjoin(inspections, inspections.c.traceset_seq == tracesets.c.seq))
 _NEWEST = (
     _LISTED.where(tracesets.c.workspace == bindparam("workspace"))
@@ -66,12 +79,31 @@ VERDICT_COLUMNS: Final = {
     "inspected_ok": inspections.c.ok,
     "ranks_consistent": inspections.c.consistent,
 }
+#: The list filters on the inspection's performance figures (``tracesets.performance``):
+#: each a bound (at most, at least) on its figure, or ``has_stragglers``'s equality.
+FIGURE_FILTERS: Final = {
+    term.name: (
+        inspections.c[term.figure] <= _value(term.name)
+        if term.bound == "max"
+        else inspections.c[term.figure] >= _value(term.name)
+    )
+    for term in FILTERS
+    if term.figure is not None
+} | {"has_stragglers": inspections.c.has_stragglers == _value("has_stragglers")}
 
 
 def list_tracesets(
-    conn: Connection, *, workspace: str, where: ListFilter, limit: int, before_seq: int | None
+    conn: Connection,
+    *,
+    workspace: str,
+    where: ListFilter,
+    limit: int,
+    before_seq: int | None,
+    sort: Sort = DEFAULT_SORT,
+    after_figure: float | None = None,
 ) -> list[ListedTraceset]:
-    """Newest first, each with its files counted (never listed).
+    """Newest first (or sorted by a figure, from ``(after_figure, before_seq)`` on), each
+    with its files counted (never listed).
 
     With filters, the first one given picks candidates from its own
     (workspace, column, seq) index, newest first and in batches, and the others are
@@ -81,6 +113,13 @@ def list_tracesets(
     """
     asked = where.given()
     bound: dict[str, Any] = {"workspace": workspace, "limit": limit, "before_seq": before_seq}
+    figures = tuple(name for name in FIGURE_FILTERS if name in asked)
+    if figures or sort != DEFAULT_SORT:
+        shape = _Shape.of(asked)
+        bound.update({_name(name): asked[name] for name in (*shape.columns, *figures)})
+        bound["after_figure"] = after_figure
+        statement = _figured(shape, figures, sort, before_seq is not None)
+        return _listed(conn.execute(statement, bound).all())
     if not asked:
         statement = _NEWEST if before_seq is None else _OLDER
         return _listed(conn.execute(statement, bound).all())
@@ -103,17 +142,15 @@ def _listed(rows: Any) -> list[ListedTraceset]:
             ),
             inspection_status=row.inspection_status,
             inspection_ok=None if row.inspection_ok is None else bool(row.inspection_ok),
+            performance=Performance(
+                row.gpu_idle_pct,
+                row.comm_overlap_pct,
+                row.step_ms,
+                None if row.has_stragglers is None else bool(row.has_stragglers),
+            ),
         )
         for row in rows
     ]
-
-
-def _name(name: str) -> str:
-    return f"filter_{name}"
-
-
-def _value(name: str) -> BindParameter[Any]:
-    return bindparam(_name(name))
 
 
 class _Shape(NamedTuple):
@@ -160,6 +197,51 @@ def _unled(shape: _Shape, before: bool) -> Select[Any]:
     if before:
         query = query.where(tracesets.c.seq < bindparam("before_seq"))
     return query.order_by(tracesets.c.seq.desc()).limit(bindparam("limit"))
+
+
+@functools.cache
+def _figured(shape: _Shape, figures: tuple[str, ...], sort: Sort, after: bool) -> Select[Any]:
+    """A page filtered on figures, or sorted by one: the page's seqs are chosen from the
+    inspections first, each figure's condition on the inspection's own workspace column
+    (so that the figure's (workspace, figure, traceset) index can serve it), then only
+    their columns read.
+
+    Sorted by a figure, the page walks that figure's index in its order, ties by
+    traceset, from ``(after_figure, before_seq)`` on: the keyset of the sorted order, a
+    row comparison both databases seek the index with. A traceset without the figure is
+    in no sorted list: its NULL has no place in the order, and leaving it out keeps the
+    walk inside the partial index.
+    """
+    chosen = select(inspections.c.traceset_seq).where(
+        inspections.c.workspace == bindparam("workspace"),
+        *(FIGURE_FILTERS[name] for name in figures),
+        *(VERDICT_COLUMNS[name].is_(value) for name, value in shape.verdicts),
+    )
+    if shape.columns:
+        chosen = chosen.join(tracesets, tracesets.c.seq == inspections.c.traceset_seq).where(
+            *(FILTER_COLUMNS[name] == _value(name) for name in shape.columns)
+        )
+    if sort == DEFAULT_SORT:
+        # Ordered by an expression, not the key: else SQLite walks every inspection newest
+        # first checking the figure, as long as the matches are old; this way the figure's
+        # own index gives the matches, and only they are sorted.
+        key: tuple[ColumnElement[Any], ...] = (inspections.c.traceset_seq + 0,)
+        listed_key: tuple[ColumnElement[Any], ...] = (tracesets.c.seq,)
+        descending = True
+        if after:
+            chosen = chosen.where(inspections.c.traceset_seq < bindparam("before_seq"))
+    else:
+        figure = inspections.c[sort.removeprefix("-")]
+        key, listed_key = (figure, inspections.c.traceset_seq), (figure, tracesets.c.seq)
+        descending = sort.startswith("-")
+        chosen = chosen.where(figure.is_not(None))
+        if after:
+            since = tuple_(bindparam("after_figure"), bindparam("before_seq"))
+            chosen = chosen.where(tuple_(*key) < since if descending else tuple_(*key) > since)
+    order = [c.desc() for c in key] if descending else list(key)
+    seqs = chosen.order_by(*order).limit(bindparam("limit"))
+    listed_order = [c.desc() for c in listed_key] if descending else list(listed_key)
+    return _LISTED.where(tracesets.c.seq.in_(seqs)).order_by(*listed_order)
 
 
 @functools.cache

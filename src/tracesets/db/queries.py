@@ -32,6 +32,8 @@ from tracesets.db.file_rows import (
     utc,
 )
 from tracesets.db.tables import files, inspection_ranks, inspections, tracesets
+from tracesets.performance import COLUMNS as PERFORMANCE
+from tracesets.performance import UNKNOWN, Performance
 from tracesets.records import (
     FileSummary,
     InspectionRecord,
@@ -288,6 +290,7 @@ _FINISH: Final = (
         consistent=bindparam("agreed"),
         result=bindparam("found"),
         finished_at=bindparam("now"),
+        **{name: bindparam(name) for name in PERFORMANCE},
     )
 )
 _DROP_RANKS: Final = delete(inspection_ranks).where(
@@ -305,8 +308,10 @@ def finish_inspection(
     now: datetime,
     consistent: bool | None = None,
     ranks: Sequence[bytes] = (),
+    performance: Performance = UNKNOWN,
 ) -> None:
-    """Record an inspection's result, and every trace's figures in rank order."""
+    """Record an inspection's result, its figures for the list, and every trace's
+    figures in rank order."""
     conn.execute(
         _FINISH,
         {
@@ -316,6 +321,7 @@ def finish_inspection(
             "agreed": consistent,
             "found": result.decode(),
             "now": now,
+            **{name: getattr(performance, name) for name in PERFORMANCE},
         },
     )
     conn.execute(_DROP_RANKS, {"seq": seq})

@@ -12,6 +12,7 @@ from sqlalchemy import (
     Boolean,
     Column,
     DateTime,
+    Double,
     ForeignKey,
     Integer,
     MetaData,
@@ -110,6 +111,11 @@ inspections = Table(
     Column("result", Text, nullable=True),  # JSON: the summary and every file's finding
     Column("consistent", Boolean, nullable=True),  # done and the checks across ranks pass
     Column("checked_by", String(128), nullable=True),  # who ran the checks across ranks
+    # Done: the medians over ranks the list filters and sorts on (``tracesets.performance``)
+    Column("gpu_idle_pct", Double, nullable=True),
+    Column("comm_overlap_pct", Double, nullable=True),
+    Column("step_ms", Double, nullable=True),
+    Column("has_stragglers", Boolean, nullable=True),
 )
 
 #: Every trace's figures, for the paged per-rank route (the inspection shows the first).

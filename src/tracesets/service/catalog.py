@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import posixpath
+from dataclasses import replace
 from datetime import timedelta
 from functools import cached_property
 from typing import Final
@@ -24,15 +25,18 @@ from tracesets.service.core import (
     parse_body,
     utcnow,
 )
-from tracesets.service.cursors import CursorKind, decode_cursor, encode_cursor
+from tracesets.service.cursors import (
+    CursorKind,
+    decode_cursor,
+    decode_list_cursor,
+    encode_cursor,
+)
 from tracesets.service.joined import FAILURE_PREFIX
 from tracesets.service.orphans import OrphanSweep
 from tracesets.service.quota import Usage, read_usage
 from tracesets.service.uploads import Uploads
 from tracesets.storage.base import blob_key
-from tracesets.vocabulary import (
-    ListFilter,
-)
+from tracesets.vocabulary import DEFAULT_SORT, ListFilter, Sort
 
 log = logging.getLogger("tracesets")
 
@@ -96,16 +100,29 @@ class TracesetService(Uploads, Completion):
         return [figures for _, figures in rows], None
 
     def list_page(
-        self, workspace: str, where: ListFilter, *, limit: int, cursor: str | None
+        self,
+        workspace: str,
+        where: ListFilter,
+        *,
+        limit: int,
+        cursor: str | None,
+        sort: Sort = DEFAULT_SORT,
     ) -> Page:
-        before = decode_cursor(cursor, CursorKind.LIST) if cursor is not None else None
+        after, before = decode_list_cursor(cursor, sort) if cursor is not None else (None, None)
         with self.db.read() as conn:
             items = listing.list_tracesets(
-                conn, workspace=workspace, where=where, limit=limit + 1, before_seq=before
+                conn,
+                workspace=workspace,
+                where=where,
+                limit=limit + 1,
+                before_seq=before,
+                sort=sort,
+                after_figure=after,
             )
         if len(items) > limit:
-            return Page(items[:limit], encode_cursor(CursorKind.LIST, items[limit - 1].seq))
-        return Page(items, None)
+            page = Page(items[:limit], None, sort)
+            return replace(page, next_cursor=page.cursor_after(page.items[-1]))
+        return Page(items, None, sort)
 
     def usage(self, workspace: str) -> Usage:
         """The workspace's tracesets, files and bytes, summed by the database."""

@@ -21,12 +21,15 @@ from tracesets.jsontext import JsonValue
 from tracesets.problems import InvalidRequest, NotFound, Problem
 from tracesets.records import ListedTraceset, Traceset
 from tracesets.service import tokens
+from tracesets.service.cursors import encode_list_cursor
 from tracesets.storage.base import BlobStore
 from tracesets.vocabulary import (
+    DEFAULT_SORT,
     FILES_PAGE_MAX,
     MAX_FILES_PER_REQUEST,
     MAX_FILES_PER_TRACESET,
     MAX_METADATA_BYTES,
+    Sort,
 )
 
 #: Files read for an answer about a traceset: a page, and one to know whether more follow.
@@ -37,6 +40,13 @@ ANSWER_FILES: Final = FILES_PAGE_MAX + 1
 class Page:
     items: list[ListedTraceset]
     next_cursor: str | None
+    sort: Sort = DEFAULT_SORT
+
+    def cursor_after(self, item: ListedTraceset) -> str:
+        """The cursor of the page that follows ``item`` in this page's order."""
+        figure = None if self.sort == DEFAULT_SORT else self.sort.removeprefix("-")
+        value = getattr(item.performance, figure) if figure is not None else None
+        return encode_list_cursor(self.sort, item.seq, value)
 
 
 def utcnow() -> datetime:

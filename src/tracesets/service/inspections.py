@@ -46,6 +46,7 @@ from tracesets.db import inspection_files as claims
 from tracesets.db import queries
 from tracesets.db.engine import Database
 from tracesets.db.inspection_files import Claim
+from tracesets.performance import UNKNOWN
 from tracesets.service.batches import BatchReader, Outcome, Reading
 from tracesets.service.joined import failure_json, join_results
 from tracesets.storage.base import BlobStore
@@ -296,10 +297,10 @@ class InspectionQueue:
             joined = join_results(conn, seq)
         except Exception as exc:  # a bug of the analysis must not leave it pending forever
             log.exception("joining the files of inspection %d failed", seq)
-            joined = ("failed", failure_json(str(exc)), False, None, [])
+            joined = ("failed", failure_json(str(exc)), False, None, [], UNKNOWN)
         if joined is None:
             return False
-        status, result, ok, consistent, ranks = joined
+        status, result, ok, consistent, ranks, performance = joined
         queries.finish_inspection(
             conn,
             seq=seq,
@@ -309,6 +310,7 @@ class InspectionQueue:
             now=_utcnow(),
             consistent=consistent,
             ranks=ranks,
+            performance=performance,
         )
         claims.checked(conn, seq=seq, owner=self.owner)
         return True

@@ -22,6 +22,7 @@ from tracesets.analysis.report import analyse_traceset
 from tracesets.db import inspection_files as claims
 from tracesets.inspection import FileFinding, summarize
 from tracesets.inspection.report import empty_json, result_json
+from tracesets.performance import UNKNOWN, Performance, of_ranks
 
 #: How a failed inspection's one warning starts; its reason follows.
 FAILURE_PREFIX: Final = "The traces could not be inspected: "
@@ -31,12 +32,12 @@ def failure_json(reason: str) -> bytes:
     return empty_json([FAILURE_PREFIX + reason])
 
 
-Joined = tuple[str, bytes, bool | None, bool | None, list[bytes]]
+Joined = tuple[str, bytes, bool | None, bool | None, list[bytes], Performance]
 
 
 def join_results(conn: Connection, seq: int) -> Joined | None:
     """The inspection of every file's recorded result: (status, JSON, ok, consistent,
-    per-rank figures). None when the traceset is gone."""
+    per-rank figures, their medians). None when the traceset is gone."""
     traceset = claims.traceset_of(conn, seq)
     if traceset is None:
         return None
@@ -55,7 +56,7 @@ def join(
     traces: list[TraceAnalysis] = []
     for name, status, result in results:
         if status == "failed":
-            return "failed", failure_json(f"{name}: {result}"), False, None, []
+            return "failed", failure_json(f"{name}: {result}"), False, None, [], UNKNOWN
         found, analysed = stored_analysis.loads(result)
         findings.extend(found)
         traces.extend(analysed)
@@ -74,4 +75,5 @@ def join(
         not summary.warnings,
         not analysis.checks.warnings,
         [orjson.dumps(figures) for figures in analysis.ranks],
+        of_ranks(analysis.ranks),
     )
