@@ -10,10 +10,13 @@ one at a time:
   launched before the last step began: a GPU event (stream and correlation of at least 0)
   is kept when a CPU-side event with the same ``args.correlation`` starts before the
   last ``ProfilerStep``; any other event is kept when it starts before it.
-- A kernel is communication (``nccl...``, ``...ncclKernel...``, ``hip...``,
-  ``hccl...``), memory (``Memcpy...``, ``Memset...``, ``dma...``), computation (any
-  other name but a few runtime ones: ``...Sync``, ``Stream Wait Event``, launches), or
-  other.
+- A kernel is communication (``nccl...Kernel...``), memory (``Memcpy...``,
+  ``Memset...``, ``dma...``), computation (any other name but ``...Memcpy...``,
+  ``Memset...`` and ``...Sync...``), or other: ``hta/utils/utils.py``'s
+  ``get_kernel_type``, the one function all of HTA's breakdowns use, whatever the
+  device. (``hta/common/types.py`` has a longer pattern that also calls ``pe_exe``,
+  ``job_exe``, ``runFunction`` and ``...dma...`` names not computation, but no
+  breakdown uses it: an MTIA trace's ``pe_exe`` jobs are computation to HTA.)
 - ``kernelUs`` is the span from the first kernel's start to the last one's end;
   ``idleUs`` the part of it where no GPU event runs; ``computeUs`` the time a computation
   kernel runs; ``nonComputeUs`` the rest; each also as a percentage of the span, to two
@@ -44,13 +47,10 @@ COMPUTATION: Final = 2
 OTHER: Final = 3
 KINDS: Final = 4
 
-_COMMUNICATION: Final = re.compile(r"(^nccl.*)|(^hip)|(^hccl)|(.*ncclKernel.*)")
-_MEMORY: Final = re.compile(r"(^(hip)?Memcpy)|(^(hip)?Memset)|(^dma)")
-_NOT_COMPUTATION: Final = re.compile(
-    r"(^nccl)|(.*Memcpy)|(.*Memset)|(.*dma)|(^.*Sync)|(^Stream Wait Event)|(cuda.*LaunchKernel)"
-    r"|(^runFunction)|(^hip)|(^job_exe)|(^packet)|(^pe_exe)|(^cpum_exe_subgraph)|(^hccl)"
-    r"|(^collective_subgraph_execution)"
-)
+_COMMUNICATION: Final = re.compile(r"^nccl.*Kernel")
+_MEMORY: Final = re.compile(r"(^Memcpy)|(^Memset)|(^dma)")
+# HTA's alternatives as HTA writes them: ``.*(Memcpy)`` or ``(Memset)`` at the start
+_NOT_COMPUTATION: Final = re.compile(r"(^nccl.*Kernel)|(.*(Memcpy)|(Memset))|(.*Sync)")
 #: Device-wide synchronisations: GPU events for HTA's filter even without a stream.
 DEVICE_SYNCS: Final = frozenset(("Event Sync", "Context Sync"))
 
