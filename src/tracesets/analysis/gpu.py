@@ -39,7 +39,10 @@ import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from tracesets.analysis.kernel_stats import KernelFold, KernelStats
 
 COMMUNICATION: Final = 0
 MEMORY: Final = 1
@@ -98,8 +101,11 @@ def hta_interval(ts: float, dur: float, *, fractional: bool) -> tuple[float, flo
 Record = tuple[float, ...]
 
 
-def sweep(records: Iterable[Record], last_step: float | None) -> GpuTime | None:
-    """The breakdown of ``(start, end, key, kind)`` records sorted by start, in one pass.
+def sweep(  # noqa: PLR0915 (one loop, run once per GPU event: no call it could save)
+    records: Iterable[Record], last_step: float | None, fold: KernelFold
+) -> tuple[GpuTime, KernelStats] | None:
+    """The breakdown of ``(start, end, key, code, ...)`` records sorted by start, in one
+    pass; each record counted is also given to ``fold`` (``kernel_stats``).
 
     A record counts when its ``key`` (the start of its launch, or its own) is before
     ``last_step``. HTA's merge of the kept intervals (sorted by start, an interval joins
@@ -119,9 +125,13 @@ def sweep(records: Iterable[Record], last_step: float | None) -> GpuTime | None:
     comm = memory = compute = other = -math.inf
     count = 0
     first = now = group_start = group_end = reach_all = busy = 0.0
-    for start, end, key, kind in records:
+    add = fold.add
+    for start, end, key, flags, name, stream, call in records:
         if not (key < limit or everything):
             continue
+        code = int(flags)  # records read back from a spill are floats
+        add(start, end, key, code, int(name), stream, call)
+        kind = code & 3
         if count == 0:
             first = now = group_start = start
             group_end = reach_all = end
@@ -164,7 +174,7 @@ def sweep(records: Iterable[Record], last_step: float | None) -> GpuTime | None:
         return None
     _run_kinds([comm, memory, compute, other], by_mask, now)
     busy += group_end - group_start
-    return _breakdown(by_mask, group_end - first, busy, count)
+    return _breakdown(by_mask, group_end - first, busy, count), fold.result(by_mask)
 
 
 def _run_kinds(reach: list[float], by_mask: list[float], now: float) -> None:
