@@ -67,13 +67,13 @@ def assert_agrees(directory: Path, paths: list[Path]) -> None:
         frame = launches[rank]
         launch = stats.launches
         assert launch.launches == len(frame) > 0
-        for mine, column in (
+        for quantiles, column in (
             ((launch.cpu_median_us, launch.cpu_p95_us), "cpu_duration"),
             ((launch.gpu_median_us, launch.gpu_p95_us), "gpu_duration"),
             ((launch.delay_median_us, launch.delay_p95_us), "launch_delay"),
         ):
             expected = (frame[column].quantile(0.5), frame[column].quantile(0.95))
-            assert mine == pytest.approx(expected, abs=1), column
+            assert quantiles == pytest.approx(expected, abs=1), column
         short = (frame["cpu_duration"] <= 50) & (frame["gpu_duration"] < frame["cpu_duration"])
         assert launch.short_kernels == int(short.sum())
         assert launch.long_delays == int((frame["launch_delay"] > 100).sum())

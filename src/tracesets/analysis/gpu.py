@@ -130,7 +130,7 @@ def sweep(  # noqa: PLR0915 (one loop, run once per GPU event: no call it could 
         if not (key < limit or everything):
             continue
         code = int(flags)  # records read back from a spill are floats
-        add(start, end, key, code, int(name), stream, call)
+        add(start, end, key, code, int(name), int(stream), call)
         kind = code & 3
         if count == 0:
             first = now = group_start = start

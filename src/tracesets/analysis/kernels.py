@@ -177,7 +177,15 @@ class GpuEvents:
             while launch is not None and launch[0] < correlation:
                 launch = next(launches, None)
             if launch is not None and launch[0] == correlation:
-                record = (start, end, launch[1], int(code) | LAUNCHED, number, stream, launch[2])
+                record = (
+                    start,
+                    end,
+                    launch[1],
+                    float(int(code) | LAUNCHED),
+                    number,
+                    stream,
+                    launch[2],
+                )
             else:
                 record = (start, end, _NOT_LAUNCHED, code, number, stream, _NO_CALL)
             self.records.add(record)
