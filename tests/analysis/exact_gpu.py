@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from itertools import pairwise
 
 from tracesets.analysis.gpu import KINDS, GpuTime, _breakdown, kernel_kind
+from tracesets.analysis.kernel_stats import KernelFold, KernelStats
 
 
 class ExactGpuIntervals:
@@ -29,14 +30,22 @@ class ExactGpuIntervals:
         self.launch_correlations = array("q")
         self.launch_starts = array("d")
 
-    def add_gpu(self, name: str, start: float, end: float, correlation: int) -> None:
+    def add_gpu(
+        self,
+        name: str,
+        start: float,
+        end: float,
+        correlation: int,
+        stream: int = 0,
+        kernel_category: bool = True,
+    ) -> None:
         kind = kernel_kind(name)
         self.starts.append(start)
         self.ends.append(end)
         self.kinds.append(kind)
         self.correlations.append(correlation)
 
-    def add_launch(self, start: float, correlation: int) -> None:
+    def add_launch(self, start: float, correlation: int, call: float = math.nan) -> None:
         """A CPU-side event with a correlation: what HTA joins GPU events to."""
         self.launch_correlations.append(correlation)
         self.launch_starts.append(start)
@@ -77,8 +86,8 @@ class ExactGpuIntervals:
             for correlation, start in zip(self.correlations, self.starts, strict=True)
         )
 
-    def time(self, last_step: float | None) -> GpuTime | None:
-        """The breakdown, or None when no GPU event ran (a CPU-only trace). One kind's
+    def time(self, last_step: float | None) -> tuple[GpuTime, KernelStats] | None:
+        """The breakdown (and the kernel types only), or None when no GPU event ran (a CPU-only trace). One kind's
         intervals at a time are sorted and merged, to keep the moment's memory small."""
         keep = self.kept(last_step)
         merged: list[list[tuple[float, float]]] = []
@@ -99,7 +108,8 @@ class ExactGpuIntervals:
         every = _merged([interval for kind in merged for interval in kind])
         span = every[-1][1] - every[0][0]
         busy = sum(end - start for start, end in every)
-        return _breakdown(_time_by_mask(merged), span, busy, count)
+        by_mask = _time_by_mask(merged)
+        return _breakdown(by_mask, span, busy, count), KernelFold().result(by_mask)
 
 
 def _merged(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.analysis.accelerator_writer import write_accelerator_trace
 from tests.analysis.hta_reference import hta_figures
 from tests.analysis.run_writer import Run, write_run
 from tracesets.analysis import analyze_file
@@ -86,3 +87,11 @@ def test_generated_runs_agree_with_hta(tmp_path: Path, run: Run) -> None:
     assert sorted(reference) == list(range(run.world))
     for rank, path in enumerate(paths):
         assert_agrees(ours(path), reference[rank])
+
+
+def test_an_accelerator_trace_with_transfers_beside_jobs_agrees_with_hta(tmp_path: Path) -> None:
+    """An MTIA-shaped trace (``accelerator_writer``): its ``pe_exe``/``job_exe`` jobs are
+    computation to HTA's breakdown, its ``dma_request`` transfers memory."""
+    path = write_accelerator_trace(tmp_path, steps=4, jobs_per_step=60, seed=5)
+    reference = hta_figures(tmp_path)
+    assert_agrees(ours(path), reference[0])

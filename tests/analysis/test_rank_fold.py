@@ -14,6 +14,7 @@ records as the merge join it stands for.
 from __future__ import annotations
 
 import gzip
+import math
 from typing import Any
 
 import orjson
@@ -23,6 +24,7 @@ from hypothesis import strategies as st
 from tests.analysis.test_streaming_exact import TRACES, gpu_traces
 from tracesets.analysis.decoding import typed
 from tracesets.analysis.gpu import DEVICE_SYNCS, GpuTime, hta_interval
+from tracesets.analysis.kernel_stats import KERNEL_CATEGORIES, LAUNCHES, KernelStats
 from tracesets.analysis.kernels import GpuEvents
 from tracesets.analysis.rank import (
     COLLECTIVE_EVENT,
@@ -45,13 +47,23 @@ class Recording:
     def __init__(self) -> None:
         self.calls: list[tuple[Any, ...]] = []
 
-    def add_gpu(self, name: str, start: float, end: float, correlation: int) -> None:
-        self.calls.append(("gpu", name, start, type(start), end, type(end), correlation))
+    def add_gpu(
+        self,
+        name: str,
+        start: float,
+        end: float,
+        correlation: int,
+        stream: int = 0,
+        kernel_category: bool = True,
+    ) -> None:
+        self.calls.append(
+            ("gpu", name, start, type(start), end, type(end), correlation, stream, kernel_category)
+        )
 
-    def add_launch(self, start: float, correlation: int) -> None:
-        self.calls.append(("launch", start, type(start), correlation))
+    def add_launch(self, start: float, correlation: int, call: float = math.nan) -> None:
+        self.calls.append(("launch", start, type(start), correlation, str(call)))
 
-    def time(self, last_step: float | None) -> GpuTime | None:
+    def time(self, last_step: float | None) -> tuple[GpuTime, KernelStats] | None:
         return None
 
 
@@ -85,11 +97,18 @@ class PlainFold(RankAccumulator):
         else:
             start, end = ts, ts + dur
         if stream != -1:
-            self.gpu.add_gpu(name, start, end, correlation if on_gpu else -1)
+            self.gpu.add_gpu(
+                name,
+                start,
+                end,
+                correlation if on_gpu else -1,
+                stream,
+                event.get("cat") in KERNEL_CATEGORIES,
+            )
         if on_gpu:
             return
         if correlation >= 0:
-            self.gpu.add_launch(start, correlation)
+            self.gpu.add_launch(start, correlation, end - start if name in LAUNCHES else math.nan)
         if name.startswith("ProfilerStep") and STEP.match(name):
             self._step(name, start, dur)
         elif name == COLLECTIVE_EVENT:

@@ -95,7 +95,12 @@ def _declared_groups(outside: Outside, analysis: RankAnalysis) -> RankAnalysis:
             group.ranks = []
     collectives = sorted(groups.values(), key=lambda g: g.name)
     return RankAnalysis(
-        analysis.events, analysis.steps, analysis.gpu, collectives, analysis.problem
+        analysis.events,
+        analysis.steps,
+        analysis.gpu,
+        collectives,
+        analysis.problem,
+        analysis.kernels,
     )
 
 

@@ -10,10 +10,13 @@ one at a time:
   launched before the last step began: a GPU event (stream and correlation of at least 0)
   is kept when a CPU-side event with the same ``args.correlation`` starts before the
   last ``ProfilerStep``; any other event is kept when it starts before it.
-- A kernel is communication (``nccl...``, ``...ncclKernel...``, ``hip...``,
-  ``hccl...``), memory (``Memcpy...``, ``Memset...``, ``dma...``), computation (any
-  other name but a few runtime ones: ``...Sync``, ``Stream Wait Event``, launches), or
-  other.
+- A kernel is communication (``nccl...Kernel...``), memory (``Memcpy...``,
+  ``Memset...``, ``dma...``), computation (any other name but ``...Memcpy...``,
+  ``Memset...`` and ``...Sync...``), or other: ``hta/utils/utils.py``'s
+  ``get_kernel_type``, the one function all of HTA's breakdowns use, whatever the
+  device. (``hta/common/types.py`` has a longer pattern that also calls ``pe_exe``,
+  ``job_exe``, ``runFunction`` and ``...dma...`` names not computation, but no
+  breakdown uses it: an MTIA trace's ``pe_exe`` jobs are computation to HTA.)
 - ``kernelUs`` is the span from the first kernel's start to the last one's end;
   ``idleUs`` the part of it where no GPU event runs; ``computeUs`` the time a computation
   kernel runs; ``nonComputeUs`` the rest; each also as a percentage of the span, to two
@@ -36,7 +39,10 @@ import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from tracesets.analysis.kernel_stats import KernelFold, KernelStats
 
 COMMUNICATION: Final = 0
 MEMORY: Final = 1
@@ -44,13 +50,10 @@ COMPUTATION: Final = 2
 OTHER: Final = 3
 KINDS: Final = 4
 
-_COMMUNICATION: Final = re.compile(r"(^nccl.*)|(^hip)|(^hccl)|(.*ncclKernel.*)")
-_MEMORY: Final = re.compile(r"(^(hip)?Memcpy)|(^(hip)?Memset)|(^dma)")
-_NOT_COMPUTATION: Final = re.compile(
-    r"(^nccl)|(.*Memcpy)|(.*Memset)|(.*dma)|(^.*Sync)|(^Stream Wait Event)|(cuda.*LaunchKernel)"
-    r"|(^runFunction)|(^hip)|(^job_exe)|(^packet)|(^pe_exe)|(^cpum_exe_subgraph)|(^hccl)"
-    r"|(^collective_subgraph_execution)"
-)
+_COMMUNICATION: Final = re.compile(r"^nccl.*Kernel")
+_MEMORY: Final = re.compile(r"(^Memcpy)|(^Memset)|(^dma)")
+# HTA's alternatives as HTA writes them: ``.*(Memcpy)`` or ``(Memset)`` at the start
+_NOT_COMPUTATION: Final = re.compile(r"(^nccl.*Kernel)|(.*(Memcpy)|(Memset))|(.*Sync)")
 #: Device-wide synchronisations: GPU events for HTA's filter even without a stream.
 DEVICE_SYNCS: Final = frozenset(("Event Sync", "Context Sync"))
 
@@ -98,8 +101,11 @@ def hta_interval(ts: float, dur: float, *, fractional: bool) -> tuple[float, flo
 Record = tuple[float, ...]
 
 
-def sweep(records: Iterable[Record], last_step: float | None) -> GpuTime | None:
-    """The breakdown of ``(start, end, key, kind)`` records sorted by start, in one pass.
+def sweep(  # noqa: PLR0915 (one loop, run once per GPU event: no call it could save)
+    records: Iterable[Record], last_step: float | None, fold: KernelFold
+) -> tuple[GpuTime, KernelStats] | None:
+    """The breakdown of ``(start, end, key, code, ...)`` records sorted by start, in one
+    pass; each record counted is also given to ``fold`` (``kernel_stats``).
 
     A record counts when its ``key`` (the start of its launch, or its own) is before
     ``last_step``. HTA's merge of the kept intervals (sorted by start, an interval joins
@@ -119,9 +125,13 @@ def sweep(records: Iterable[Record], last_step: float | None) -> GpuTime | None:
     comm = memory = compute = other = -math.inf
     count = 0
     first = now = group_start = group_end = reach_all = busy = 0.0
-    for start, end, key, kind in records:
+    add = fold.add
+    for start, end, key, flags, name, stream, call in records:
         if not (key < limit or everything):
             continue
+        code = int(flags)  # records read back from a spill are floats
+        add(start, end, key, code, int(name), int(stream), call)
+        kind = code & 3
         if count == 0:
             first = now = group_start = start
             group_end = reach_all = end
@@ -164,7 +174,7 @@ def sweep(records: Iterable[Record], last_step: float | None) -> GpuTime | None:
         return None
     _run_kinds([comm, memory, compute, other], by_mask, now)
     busy += group_end - group_start
-    return _breakdown(by_mask, group_end - first, busy, count)
+    return _breakdown(by_mask, group_end - first, busy, count), fold.result(by_mask)
 
 
 def _run_kinds(reach: list[float], by_mask: list[float], now: float) -> None:

@@ -18,6 +18,7 @@ from typing import Any, Final, Protocol
 
 from tracesets.analysis.decoding import NO_ARGS, EventArgs, TraceEvent
 from tracesets.analysis.gpu import DEVICE_SYNCS, GpuTime, hta_interval
+from tracesets.analysis.kernel_stats import KERNEL_CATEGORIES, LAUNCHES, KernelStats
 from tracesets.analysis.kernels import GpuEvents
 from tracesets.inspection.distributed import MAX_WHOLE, parse_ranks, whole_number
 
@@ -74,6 +75,7 @@ class RankAnalysis:
     gpu: GpuTime | None
     collectives: list[GroupCollectives]
     problem: str | None = None
+    kernels: KernelStats | None = None  # None with ``gpu``
 
 
 _NUMBERS: Final = (int, float)
@@ -110,9 +112,17 @@ def _correlation(correlation: object) -> int:
 class GpuSink(Protocol):
     """Where the GPU events and launches go: ``GpuEvents``, or in tests a reference."""
 
-    def add_gpu(self, name: str, start: float, end: float, correlation: int) -> None: ...
-    def add_launch(self, start: float, correlation: int) -> None: ...
-    def time(self, last_step: float | None) -> GpuTime | None: ...
+    def add_gpu(
+        self,
+        name: str,
+        start: float,
+        end: float,
+        correlation: int,
+        stream: int = 0,
+        kernel_category: bool = True,
+    ) -> None: ...
+    def add_launch(self, start: float, correlation: int, call: float = math.nan) -> None: ...
+    def time(self, last_step: float | None) -> tuple[GpuTime, KernelStats] | None: ...
 
 
 class RankAccumulator:
@@ -181,11 +191,18 @@ class RankAccumulator:
             else:
                 end = start + length
             if stream != -1:
-                add_gpu(name, start, end, correlation if on_gpu else -1)
+                add_gpu(
+                    name,
+                    start,
+                    end,
+                    correlation if on_gpu else -1,
+                    stream,
+                    cat in KERNEL_CATEGORIES,
+                )
             if on_gpu:
                 continue
             if correlation >= 0:
-                add_launch(start, correlation)
+                add_launch(start, correlation, end - start if name in LAUNCHES else math.nan)
             if name.startswith("ProfilerStep") and STEP.match(name):
                 self._step(name, start, length)
             elif name == COLLECTIVE_EVENT:
@@ -248,7 +265,8 @@ class RankAccumulator:
         )
         # HTA drops the GPU work of the last step only when there are two steps or more.
         last_step = self.last_step if self.two_steps else None
-        gpu = self.gpu.time(last_step)
+        timed = self.gpu.time(last_step)
+        gpu, kernels = (None, None) if timed is None else timed
         past_64_bits = self.past_64_bits
         if gpu is not None and not abs(gpu.kernel_us) <= MAX_WHOLE:
             past_64_bits = (
@@ -259,6 +277,7 @@ class RankAccumulator:
             events=self.events,
             steps=steps,
             gpu=gpu,
+            kernels=kernels,
             collectives=sorted(self.groups.values(), key=lambda g: g.name),
             problem="; ".join(p for p in (problem, past_64_bits) if p) or None,
         )

@@ -15,6 +15,7 @@ from typing import Any, Final
 from tracesets.analysis.checks import Checks, check_ranks, unique_ranks
 from tracesets.analysis.files import TraceAnalysis
 from tracesets.analysis.gpu import GpuTime
+from tracesets.analysis.kernel_stats import KernelStats
 from tracesets.analysis.rank import GroupCollectives, RankAnalysis
 from tracesets.inspection.findings import FileFinding
 
@@ -39,6 +40,34 @@ def gpu_json(gpu: GpuTime | None) -> dict[str, Any] | None:
         "overlapPct": gpu.overlap_pct,
         "kernels": gpu.kernels,
     }
+
+
+def kernels_json(stats: KernelStats | None) -> dict[str, Any]:
+    """The kernels' members of a rank's figures (empty lists and null without GPU time)."""
+    if stats is None:
+        return {"kernelTypes": [], "topKernels": [], "idleBreakdown": [], "launchStats": None}
+    launch = stats.launches
+    return {
+        "kernelTypes": [{"type": t.type, "sumUs": t.sum_us, "pct": t.pct} for t in stats.types],
+        "topKernels": [
+            {"name": k.name, "type": k.type, "count": k.count, "sumUs": k.sum_us,
+             "meanUs": k.mean_us, "minUs": k.min_us, "maxUs": k.max_us, "stddevUs": k.stddev_us}
+            for k in stats.top
+        ],
+        "idleBreakdown": [
+            {"stream": s.stream, "hostWaitUs": s.host_wait_us,
+             "kernelWaitUs": s.kernel_wait_us, "otherUs": s.other_us}
+            for s in stats.idle
+        ],
+        "launchStats": {
+            "launches": launch.launches,
+            "cpuMedianUs": launch.cpu_median_us, "cpuP95Us": launch.cpu_p95_us,
+            "gpuMedianUs": launch.gpu_median_us, "gpuP95Us": launch.gpu_p95_us,
+            "delayMedianUs": launch.delay_median_us, "delayP95Us": launch.delay_p95_us,
+            "shortKernels": launch.short_kernels, "longDelays": launch.long_delays,
+            "longRuntimes": launch.long_runtimes,
+        },
+    }  # fmt: skip
 
 
 def _group_json(group: GroupCollectives) -> dict[str, Any]:
@@ -66,6 +95,7 @@ def rank_json(rank: int | None, trace: TraceAnalysis, *, straggler: bool = False
             "maxUs": steps.max_us,
         },
         "gpu": gpu_json(analysis.gpu),
+        **kernels_json(analysis.kernels),
         "collectives": [_group_json(g) for g in analysis.collectives],
         "straggler": straggler,
         "problem": analysis.problem,

@@ -15,6 +15,13 @@ import orjson
 
 from tracesets.analysis.files import TraceAnalysis
 from tracesets.analysis.gpu import GpuTime
+from tracesets.analysis.kernel_stats import (
+    KernelRow,
+    KernelStats,
+    KernelType,
+    LaunchStats,
+    StreamIdle,
+)
 from tracesets.analysis.rank import GroupCollectives, OpCount, RankAnalysis, Steps
 from tracesets.inspection.findings import FileFinding
 
@@ -30,6 +37,17 @@ def _group(data: dict[str, Any]) -> GroupCollectives:
     return GroupCollectives(data["name"], data["description"], data["ranks"], ops)
 
 
+def _kernels(data: dict[str, Any] | None) -> KernelStats | None:
+    if data is None:
+        return None
+    return KernelStats(
+        types=[KernelType(**t) for t in data["types"]],
+        top=[KernelRow(**k) for k in data["top"]],
+        idle=[StreamIdle(**s) for s in data["idle"]],
+        launches=LaunchStats(**data["launches"]),
+    )
+
+
 def _trace(data: dict[str, Any]) -> TraceAnalysis:
     a = data["analysis"]
     analysis = RankAnalysis(
@@ -38,6 +56,7 @@ def _trace(data: dict[str, Any]) -> TraceAnalysis:
         gpu=None if a["gpu"] is None else GpuTime(**a["gpu"]),
         collectives=[_group(g) for g in a["collectives"]],
         problem=a["problem"],
+        kernels=_kernels(a.get("kernels")),
     )
     return TraceAnalysis(data["file"], data["member"], analysis)
 

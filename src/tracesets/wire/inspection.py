@@ -60,6 +60,53 @@ class RankGpuTime(BaseModel):
     kernels: int
 
 
+class KernelTypeTime(BaseModel):
+    type: str = Field(
+        description="COMPUTATION, COMMUNICATION, MEMORY, or a set running together as HTA "
+        "names it (COMPUTATION overlapping COMMUNICATION)."
+    )
+    sumUs: Figure
+    pct: Figure = Field(description="Of all kernel types' time, two decimals.")
+
+
+class TopKernel(BaseModel):
+    name: str = Field(description="The kernel's name, or other: every kernel not listed.")
+    type: str = Field(description="COMPUTATION, COMMUNICATION or MEMORY; OTHER for other.")
+    count: int
+    sumUs: Figure
+    meanUs: Figure
+    minUs: Figure
+    maxUs: Figure
+    stddevUs: Figure = Field(description="Sample standard deviation; 0 for one kernel.")
+
+
+class StreamIdle(BaseModel):
+    stream: int
+    hostWaitUs: Figure = Field(description="Gaps before a kernel launched after the last ended.")
+    kernelWaitUs: Figure = Field(description="Other gaps under 30 µs.")
+    otherUs: Figure
+
+
+class LaunchStats(BaseModel):
+    """GPU events paired with the launch call that made them (cudaLaunchKernel,
+    cudaLaunchKernelExC, cudaMemcpyAsync, cudaMemsetAsync, MTIA's runFunction). Medians and
+    95th percentiles are exact up to 32,768 launches; past that, within 0.125 µs below
+    4.096 ms and 0.05 % above."""
+
+    launches: int
+    cpuMedianUs: Figure | None = Field(description="The launch call's duration.")
+    cpuP95Us: Figure | None
+    gpuMedianUs: Figure | None = Field(description="The GPU event's duration.")
+    gpuP95Us: Figure | None
+    delayMedianUs: Figure | None = Field(
+        description="From the call's end to the event's start, 0 when negative."
+    )
+    delayP95Us: Figure | None
+    shortKernels: int = Field(description="Calls of at most 50 µs whose event is shorter.")
+    longDelays: int = Field(description="Launch delays over 100 µs.")
+    longRuntimes: int = Field(description="Calls over 50 µs.")
+
+
 class CollectiveCount(BaseModel):
     count: int
     bytes: int | None = Field(description="Input bytes in all; null when no call recorded them.")
@@ -81,6 +128,22 @@ class RankFigures(BaseModel):
     events: int
     steps: RankSteps
     gpu: RankGpuTime | None = Field(description="null for a trace without GPU events.")
+    kernelTypes: list[KernelTypeTime] = Field(
+        default_factory=list, description="GPU time by kernel type, largest first."
+    )
+    topKernels: list[TopKernel] = Field(
+        default_factory=list,
+        description="The 20 kernels of most time, then other (at most 21 rows). A rank's "
+        "first 4,096 kernel names have figures of their own; later ones count in other.",
+    )
+    idleBreakdown: list[StreamIdle] = Field(
+        default_factory=list,
+        description="Idle time by cause on the 16 streams idle longest (HTA's kernel "
+        "categories only).",
+    )
+    launchStats: LaunchStats | None = Field(
+        default=None, description="null for a trace without GPU events."
+    )
     collectives: list[GroupCollectives]
     straggler: bool
     problem: str | None = Field(description="Why the events could not all be read.")

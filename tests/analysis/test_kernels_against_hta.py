@@ -1,0 +1,102 @@
+"""Kernel types, top kernels, idle causes and launch statistics agree with HTA's own
+``get_gpu_kernel_breakdown``, ``get_idle_time_breakdown`` and
+``get_cuda_kernel_launch_stats`` (default thresholds), on real and generated traces:
+within 0.1 percentage point and 1 µs of sums."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from pathlib import Path
+
+import pytest
+from hta.trace_analysis import TraceAnalysis
+
+from tests.analysis.accelerator_writer import write_accelerator_trace
+from tests.analysis.run_writer import Run, write_run
+from tracesets.analysis import analyze_file
+from tracesets.analysis.kernel_stats import KernelStats
+from tracesets.inspection import FileSource
+
+pytestmark = pytest.mark.filterwarnings("ignore::Warning:hta.*", "ignore::Warning:pandas.*")
+
+TRACES = Path(__file__).resolve().parents[1] / "data" / "traces"
+
+
+def ours(path: Path) -> KernelStats:
+    (trace,) = analyze_file(path.name, FileSource(path))
+    assert trace.analysis.kernels is not None
+    return trace.analysis.kernels
+
+
+def assert_agrees(directory: Path, paths: list[Path]) -> None:
+    logging.getLogger("hta").setLevel(logging.ERROR)
+    hta = TraceAnalysis(trace_dir=str(directory))
+    ranks = sorted(hta.t.traces)
+    types, kernels = hta.get_gpu_kernel_breakdown(
+        visualize=False, include_memory_kernels=True, num_kernels=10**9, duration_ratio=1.0
+    )
+    idle, _ = hta.get_idle_time_breakdown(ranks=ranks, visualize=False)
+    launches = hta.get_cuda_kernel_launch_stats(ranks=ranks, visualize=False)
+    if len(ranks) == 1:  # HTA's type breakdown sums all ranks: compare one rank's
+        stats = ours(paths[0])
+        theirs = {row["kernel_type"]: row for row in types.to_dict("records")}
+        assert {t.type for t in stats.types} == set(theirs)
+        for t in stats.types:
+            assert t.sum_us == pytest.approx(theirs[t.type]["sum"], abs=1)
+            assert t.pct == pytest.approx(theirs[t.type]["percentage"], abs=0.1)
+    for rank, path in zip(ranks, paths, strict=True):
+        stats = ours(path)
+        rows = kernels[kernels["rank"] == rank].sort_values("sum (us)", ascending=False)
+        named = [row for row in stats.top if row.name != "other"]
+        for mine, row in zip(named, rows.to_dict("records"), strict=False):
+            assert (mine.name, mine.type) == (row["name"], row["kernel_type"])
+            assert mine.sum_us == pytest.approx(row["sum (us)"], abs=1)
+            assert mine.mean_us == pytest.approx(row["mean (us)"], abs=1)
+            assert (mine.min_us, mine.max_us) == pytest.approx((row["min (us)"], row["max (us)"]))
+            assert mine.stddev_us == pytest.approx(row["stddev"], abs=1)
+        assert sum(r.count for r in stats.top) > 0
+        assert sum(r.sum_us for r in stats.top) == pytest.approx(rows["sum (us)"].sum(), abs=1)
+        their_idle = idle[idle["rank"] == rank]
+        for stream in stats.idle:
+            by_cause = their_idle[their_idle["stream"] == stream.stream]
+            causes = dict(zip(by_cause["idle_category"], by_cause["idle_time"], strict=True))
+            assert stream.host_wait_us == pytest.approx(causes.get("host_wait", 0), abs=1)
+            assert stream.kernel_wait_us == pytest.approx(causes.get("kernel_wait", 0), abs=1)
+            assert stream.other_us == pytest.approx(causes.get("other", 0), abs=1)
+        frame = launches[rank]
+        launch = stats.launches
+        assert launch.launches == len(frame) > 0
+        for quantiles, column in (
+            ((launch.cpu_median_us, launch.cpu_p95_us), "cpu_duration"),
+            ((launch.gpu_median_us, launch.gpu_p95_us), "gpu_duration"),
+            ((launch.delay_median_us, launch.delay_p95_us), "launch_delay"),
+        ):
+            expected = (frame[column].quantile(0.5), frame[column].quantile(0.95))
+            assert quantiles == pytest.approx(expected, abs=1), column
+        short = (frame["cpu_duration"] <= 50) & (frame["gpu_duration"] < frame["cpu_duration"])
+        assert launch.short_kernels == int(short.sum())
+        assert launch.long_delays == int((frame["launch_delay"] > 100).sum())
+        assert launch.long_runtimes == int((frame["cpu_duration"] > 50).sum())
+
+
+@pytest.mark.parametrize(
+    "name", ["sampled_rank-0.json.gz", "sampled_rank-1.json.gz", "nccl_data.json.gz"]
+)
+def test_real_traces(tmp_path: Path, name: str) -> None:
+    shutil.copy(TRACES / name, tmp_path / name)
+    assert_agrees(tmp_path, [tmp_path / name])
+
+
+@pytest.mark.parametrize(
+    "run", [Run(tp=2, dp=1, steps=5, seed=1), Run(tp=2, dp=1, steps=3, fractional=True, seed=2)]
+)
+def test_generated_runs_with_overlapping_streams(tmp_path: Path, run: Run) -> None:
+    paths = write_run(tmp_path, run)
+    assert_agrees(tmp_path, paths)
+
+
+def test_an_mtia_shaped_trace(tmp_path: Path) -> None:
+    """``accelerator_writer`` imitates an MTIA device: jobs and dma transfers on queues."""
+    path = write_accelerator_trace(tmp_path, steps=4, jobs_per_step=60, seed=5)
+    assert_agrees(tmp_path, [path])
