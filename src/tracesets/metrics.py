@@ -12,13 +12,27 @@ send.
 The inspection queue's depth and age are read from the database at scrape time
 (``service.inspections.queue_figures``): every process of every machine adds to and takes
 from the queue, and only the database sees all of it. What happens in a process (files
-inspected, failures, leases taken over) is counted where it happens: by this service's
-processes, not by ``tracesets worker`` processes, which serve no HTTP.
+inspected, failures, leases taken over, its queue's heartbeat) is counted where it
+happens, in the process that claims and records the files (never in its pool of
+readers): a service's, or a ``tracesets worker``'s, which serves these alone on a port of
+its own when asked (``serve_worker``). Prometheus sums them across the targets it
+scrapes, under the same names.
 """
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Gauge, Histogram
+from collections.abc import Callable, Iterator
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    disable_created_metrics,
+    start_http_server,
+)
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
 
 REQUESTS = Counter(
     "tracesets_http_requests",
@@ -52,7 +66,7 @@ RATE_LIMITED = Counter(
 )
 FILES_INSPECTED = Counter(
     "tracesets_inspection_files",
-    "Files whose inspection this service's processes recorded, by outcome (done, failed).",
+    "Files whose inspection this process recorded, by outcome (done, failed).",
     ["outcome"],
 )
 TAKEOVERS = Counter(
@@ -66,6 +80,35 @@ PROCESSES = Gauge(
 )
 HEARTBEAT = Gauge(
     "tracesets_inspection_heartbeat_timestamp_seconds",
-    "When an inspection queue of this service last turned (the latest of its processes).",
+    "When this process's inspection queue last turned (a service's: the latest of its processes).",
     multiprocess_mode="max",
 )
+
+
+class _WorkerMetrics(Collector):
+    """What a worker counts: its inspections. Not the requests' metrics (it serves none,
+    and zeros under their names would read as a service answering nothing), nor the
+    queue's gauges (the services read them from the database; a worker's too would be
+    counted twice by a sum across targets)."""
+
+    def collect(self) -> Iterator[Metric]:
+        for metric in (FILES_INSPECTED, TAKEOVERS, HEARTBEAT):
+            yield from metric.collect()
+
+
+def serve_worker(host: str, port: int) -> Callable[[], None]:
+    """Serve this worker's metrics at ``http://host:port/metrics`` from a thread; the
+    function returned closes the port. Raises OSError when the port cannot be had."""
+    # A service's metrics (multiprocess mode) carry no ``_created`` series: nor do a
+    # worker's, so both offer the same names.
+    disable_created_metrics()
+    registry = CollectorRegistry()
+    registry.register(_WorkerMetrics())
+    server, thread = start_http_server(port, addr=host, registry=registry)
+
+    def close() -> None:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+    return close

@@ -31,6 +31,7 @@
 | ``TRACESETS_QUOTA_BYTES`` | none | bytes a workspace may hold, stored or declared in pending tracesets (413 beyond) |
 | ``TRACESETS_LOG_FORMAT`` | ``text`` | ``json``: one JSON object a line, one line a request (uvicorn's access line off) and a background event |
 | ``TRACESETS_METRICS`` | ``loopback`` | who may read ``/metrics``: ``loopback`` clients, ``token`` (the metrics scope), ``open``, or ``off`` (404) |
+| ``TRACESETS_WORKER_METRICS_PORT`` | none | ``tracesets worker`` serves its own metrics on this port (``--metrics-port``) |
 """
 
 from __future__ import annotations
@@ -102,6 +103,14 @@ def _whole_or_none(env: Mapping[str, str], name: str) -> int | None:
     return int(raw)
 
 
+def _port_or_none(env: Mapping[str, str], name: str) -> int | None:
+    """A TCP port to listen on, or None when unset (nothing listens)."""
+    port = _whole_or_none(env, name)
+    if port is not None and not 1 <= port <= 65_535:
+        raise SettingsError(f"{name} must be a port from 1 to 65535; got {port}")
+    return port
+
+
 def _choice(env: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str:
     """One of ``choices`` (any case), the first when unset."""
     raw = (env.get(name) or "").strip().lower()
@@ -166,6 +175,7 @@ class Settings:
     quota_bytes: int | None = None  # None: no quota
     log_format: str = "text"
     metrics: str = "loopback"
+    worker_metrics_port: int | None = None  # None: a worker serves no metrics
 
     @classmethod
     def from_env(
@@ -228,6 +238,7 @@ class Settings:
             quota_bytes=_whole_or_none(env, "TRACESETS_QUOTA_BYTES"),
             log_format=_choice(env, "TRACESETS_LOG_FORMAT", LOG_FORMATS),
             metrics=_choice(env, "TRACESETS_METRICS", METRICS_ACCESS),
+            worker_metrics_port=_port_or_none(env, "TRACESETS_WORKER_METRICS_PORT"),
         )
 
     def signing_secret(self) -> bytes:
