@@ -58,6 +58,16 @@ def nowhere() -> Iterator[str]:
         yield f"http://127.0.0.1:{sock.getsockname()[1]}"
 
 
+def prometheus_series(text: str) -> dict[str, float]:
+    """Each series of a Prometheus text exposition (name and labels) and its value."""
+    series: dict[str, float] = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            series[name] = float(value)
+    return series
+
+
 def uses_s3() -> bool:
     return bool(os.environ.get("TRACESETS_TEST_STORAGE_URL"))
 

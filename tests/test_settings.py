@@ -109,3 +109,19 @@ def test_log_format_and_metrics_access_are_one_of_their_values(tmp_path: Path) -
         with pytest.raises(SettingsError) as refused:
             Settings.from_env({name: raw}, data_dir=tmp_path)
         assert str(refused.value) == f"{name} must be one of {values}; got {raw!r}"
+
+
+def test_a_worker_metrics_port_is_off_unless_set_to_a_port(tmp_path: Path) -> None:
+    assert Settings.from_env({}, data_dir=tmp_path).worker_metrics_port is None
+    for raw, expected in (("9464", 9464), (" 1 ", 1), ("65535", 65535), ("", None)):
+        env = {"TRACESETS_WORKER_METRICS_PORT": raw}
+        assert Settings.from_env(env, data_dir=tmp_path).worker_metrics_port == expected
+    for raw, rule in (
+        ("0", "a port from 1 to 65535; got 0"),
+        ("65536", "a port from 1 to 65535; got 65536"),
+        ("http", "a whole number of at least 0; got 'http'"),
+        ("-1", "a whole number of at least 0; got '-1'"),
+    ):
+        with pytest.raises(SettingsError) as refused:
+            Settings.from_env({"TRACESETS_WORKER_METRICS_PORT": raw}, data_dir=tmp_path)
+        assert str(refused.value) == f"TRACESETS_WORKER_METRICS_PORT must be {rule}"

@@ -32,13 +32,14 @@ def workers_service(data_dir: Path, **extra: str) -> ServerProcess:
 
 
 class Worker:
-    """One ``tracesets worker`` with the service's settings and data folder."""
+    """One ``tracesets worker`` with the service's settings and data folder; ``args``:
+    more of its options."""
 
-    def __init__(self, service: ServerProcess, name: str, **extra: str) -> None:
+    def __init__(self, service: ServerProcess, name: str, *args: str, **extra: str) -> None:
         self.log = service.data_dir / f"worker-{name}.log"
         with self.log.open("ab") as log:
             self.proc = subprocess.Popen(
-                [str(BIN), "worker", "--data-dir", str(service.data_dir)],
+                [str(BIN), "worker", "--data-dir", str(service.data_dir), *args],
                 env={**service.env, **extra},
                 stdout=log,
                 stderr=subprocess.STDOUT,

@@ -101,7 +101,7 @@ def serve_worker(host: str, port: int) -> Callable[[], None]:
     function returned closes the port. Raises OSError when the port cannot be had."""
     # A service's metrics (multiprocess mode) carry no ``_created`` series: nor do a
     # worker's, so both offer the same names.
-    disable_created_metrics()
+    disable_created_metrics()  # type: ignore[no-untyped-call]
     registry = CollectorRegistry()
     registry.register(_WorkerMetrics())
     server, thread = start_http_server(port, addr=host, registry=registry)

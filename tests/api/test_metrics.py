@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from tests.flows import RANKS_8, request_urls, send, spec
-from tests.server import FRESH_CONNECTIONS, ServerProcess
+from tests.server import FRESH_CONNECTIONS, ServerProcess, prometheus_series
 
 Series = dict[str, float]
 
@@ -21,12 +21,7 @@ def scrape(server: ServerProcess, token: str | None = None) -> Series:
     answer = httpx.get(f"{server.url}/metrics", headers=headers, timeout=60)
     assert answer.status_code == 200, answer.text
     assert answer.headers["content-type"].startswith("text/plain")
-    series: Series = {}
-    for line in answer.text.splitlines():
-        if line and not line.startswith("#"):
-            name, _, value = line.rpartition(" ")
-            series[name] = float(value)
-    return series
+    return prometheus_series(answer.text)
 
 
 def _client(server: ServerProcess, token: str | None = None) -> httpx.Client:
