@@ -40,7 +40,7 @@ COMMANDS: Final = {
     "usage": Command("usage", "usage", "Print the workspace's tracesets, bytes and quota."),
     "inspect": Command("inspect", "inspect", "Print what local traces say about their ranks."),
     "serve": Command("server", "serve", "Start the service."),
-    "worker": Command("worker", "worker", "Inspect queued tracesets; no HTTP."),
+    "worker": Command("worker", "worker", "Inspect queued tracesets; no API."),
     "backup": Command("backups", "backup", "Back up the data folder while it serves."),
     "restore": Command("backups", "restore", "Make a data folder from a backup."),
 }
