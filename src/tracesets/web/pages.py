@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from importlib.resources.abc import Traversable
-from typing import Final
+from typing import Final, cast
 
 import orjson
 from fastapi import APIRouter, Request, Response
@@ -66,9 +66,26 @@ def _load(entries: Iterable[Traversable]) -> dict[str, StaticFile]:
     return files
 
 
+#: How the page reads each figure's sort: the figure, then which end comes first.
+_SORT_WORDS: Final[Mapping[vocabulary.Figure, tuple[str, str, str]]] = {
+    "gpu_idle_pct": ("GPU idle %", "low first", "high first"),
+    "comm_overlap_pct": ("Comm. overlap %", "low first", "high first"),
+    "step_ms": ("Step time", "shortest first", "longest first"),
+}
+
+
+def sort_label(sort: vocabulary.Sort) -> str:
+    """A sort as its select option reads, such as "GPU idle %, high first"."""
+    if sort == vocabulary.DEFAULT_SORT:
+        return "Newest first"
+    figure, low, high = _SORT_WORDS[cast("vocabulary.Figure", sort.removeprefix("-"))]
+    return f"{figure}, {high if sort.startswith('-') else low}"
+
+
 def vocabulary_module() -> bytes:
     """An ES module of the vocabulary: ``FILTERS`` (name, kind, label, description,
-    maximum, alias), ``STATUSES`` and ``LIMITS``, as JSON literals."""
+    maximum, alias), ``SORTS`` (value, label), ``DEFAULT_SORT``, ``STATUSES`` and
+    ``LIMITS``, as JSON literals."""
     exports = {
         "FILTERS": [
             {
@@ -81,6 +98,8 @@ def vocabulary_module() -> bytes:
             }
             for f in vocabulary.FILTERS
         ],
+        "SORTS": [{"value": s, "label": sort_label(s)} for s in vocabulary.SORTS],
+        "DEFAULT_SORT": vocabulary.DEFAULT_SORT,
         "STATUSES": list(vocabulary.STATUSES),
         "LIMITS": {
             "listPageMax": vocabulary.LIST_PAGE_MAX,
