@@ -30,7 +30,9 @@ def allowed(exact: float) -> float:
     ],
     ids=["linear", "logarithmic", "clustered"],
 )
-def test_past_the_exact_bound_the_quantiles_keep_their_stated_error(draw: Callable[[random.Random], float]) -> None:
+def test_past_the_exact_bound_the_quantiles_keep_their_stated_error(
+    draw: Callable[[random.Random], float],
+) -> None:
     rng = random.Random(5)
     values = [draw(rng) for _ in range(COUNT)]
     spread = Distribution()
