@@ -47,10 +47,11 @@ LAUNCH_DELAY_CUTOFF_US: Final = 100.0
 MAX_NAMES: Final = 4_096
 #: Names shown, before ``other``.
 TOP: Final = 20
-#: A kernel name's characters kept: C++ templates make names of thousands, and each rank
-#: stores ``TOP`` of them. A longer name keeps its first ``MAX_NAME_CHARS - 1`` and "…";
-#: names are told apart whole, so two alike that far stay two rows.
-MAX_NAME_CHARS: Final = 1_024
+#: A kernel name's characters kept: C++ templates make names of 2,000 (real traces') and
+#: more, and each rank stores ``TOP`` of them. A longer name keeps its first
+#: ``MAX_NAME_CHARS - 1`` and "…"; names are told apart whole, so two alike that far
+#: stay two rows.
+MAX_NAME_CHARS: Final = 4_096
 #: Streams with an idle breakdown of their own, per rank (the busiest idle first).
 MAX_STREAMS: Final = 16
 #: The streams followed per rank; a stream past them is left out of the idle breakdown.

@@ -59,7 +59,7 @@ FAILED: Final = (
 #: The most of the failure's reason FAILED quotes: a store's error can be long.
 WHY_CHARS: Final = 300
 #: A page of per-rank figures stops before its JSON passes this many bytes: a rank's
-#: figures hold 21 kernel names of up to 1,024 characters (6 KiB each once escaped).
+#: figures hold 21 kernel names of up to 4,096 characters (24 KiB each once escaped).
 RANK_PAGE_BYTES: Final = 4 * 1024 * 1024
 
 

@@ -134,7 +134,8 @@ class RankFigures(BaseModel):
     topKernels: list[TopKernel] = Field(
         default_factory=list,
         description="The 20 kernels of most time, then other (at most 21 rows). A rank's "
-        "first 4,096 kernel names have figures of their own; later ones count in other.",
+        "first 4,096 kernel names have figures of their own; later ones count in other. A "
+        "name longer than 4,096 characters keeps its first 4,095 and an ellipsis.",
     )
     idleBreakdown: list[StreamIdle] = Field(
         default_factory=list,
