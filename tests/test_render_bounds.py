@@ -2,7 +2,8 @@
 
 Built in memory (no service): a traceset of 10,000 files whose 1,024-byte names are all
 control characters (six bytes each once escaped), 64 KiB of metadata, and an inspection
-of 40,000 unreadable archive members with every rank missing and a warning per world size.
+of 40,000 unreadable archive members with every rank missing and a warning per world size;
+and ranks whose kernel figures are as large as the analysis makes them.
 """
 
 from __future__ import annotations
@@ -11,15 +12,31 @@ from datetime import UTC, datetime
 
 import orjson
 
+from tracesets.analysis.checks import Checks
+from tracesets.analysis.files import TraceAnalysis
+from tracesets.analysis.kernel_spread import kernel_spread
+from tracesets.analysis.kernel_stats import (
+    IN_KERNEL_CATEGORY,
+    LAUNCHED,
+    MAX_NAME_CHARS,
+    MAX_STREAMS,
+    TOP,
+    KernelFold,
+)
+from tracesets.analysis.rank import RankAnalysis, Steps
+from tracesets.analysis.report import TracesetAnalysis, rank_json
 from tracesets.api import render
 from tracesets.inspection import FileFinding, summarize
 from tracesets.inspection.report import result_json
 from tracesets.records import InspectionRecord, StoredFile, Traceset
+from tracesets.service.catalog import rank_page_of
 from tracesets.service.cursors import CursorKind, decode_cursor
 from tracesets.service.targets import UploadTarget
 from tracesets.storage.base import PartTarget, UploadPlan
 
 BOUND = 8 * 1024 * 1024
+#: Ranks of the largest kernel figures (half a megabyte each): several pages' worth.
+RANKS = 64
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
 
 
@@ -142,3 +159,60 @@ def test_upload_answers_stop_within_their_bound_and_say_where_the_status_goes_on
     few = orjson.loads(orjson.dumps(render.upload_targets("t", targets[:3])))
     assert [e["name"] for e in few["uploads"]] == ["rank0.json", "rank1.json", "rank2.json"]
     assert set(few) == {"tracesetId", "uploads"}
+
+
+def worst_kernels() -> RankAnalysis:
+    """A rank's figures as large as the analysis makes them: kernel names of 5,000 control
+    characters (cut to 1,024, six bytes each once escaped), 21 top kernels, 16 streams."""
+    fold = KernelFold()
+    for i in range(TOP + 5):
+        number = fold.name(f"{i:02d}" + "\x05" * 5_000, 2)
+        for stream in range(MAX_STREAMS + 4):
+            start = 1_000.0 * i + 10.0 * stream
+            code = 2 | IN_KERNEL_CATEGORY | LAUNCHED
+            fold.add(start, start + 5, start - 20, code, number, stream, 4.0)
+    stats = fold.result([0.0, 0.0, 0.0, 0.0, 5.0, 0.0, 0.0, 0.0])
+    assert len(stats.top) == TOP + 1 and len(stats.idle) == MAX_STREAMS
+    return RankAnalysis(7, Steps(0, None, None, None), None, [], kernels=stats)
+
+
+def test_many_ranks_of_the_largest_kernel_figures_stay_under_8_mib() -> None:
+    """GET embeds the first 256 ranks and the kernels' spread, cut past its budget; a page
+    of the per-rank route (up to 1,000 ranks) stops before its bound, and paging visits
+    every rank once. A rank's figures this large pass the inspection's list budget alone:
+    GET shows none of them, and says so."""
+    analysis = worst_kernels()
+    ranks = [
+        rank_json(rank, TraceAnalysis(f"{rank:05d}" + "\x06" * 1_019, None, analysis))
+        for rank in range(RANKS)
+    ]
+    assert all(len(k["name"]) == MAX_NAME_CHARS for k in ranks[0]["topKernels"][:TOP])
+    spread = kernel_spread(dict.fromkeys(range(RANKS), analysis))
+    assert len(spread) == TOP and all(k.ranks == RANKS for k in spread)
+    findings = [
+        FileFinding(file=f"r{i}", member=None, format="kineto-json", size=1, rank=i)
+        for i in range(RANKS)
+    ]
+    inline = TracesetAnalysis(ranks, Checks(), spread).inline()
+    record = InspectionRecord(
+        "done", result_json(summarize(findings, declared_rank_count=None), findings, inline)
+    )
+    answer = orjson.dumps(render.traceset(worst_traceset(record)))
+    assert len(answer) < BOUND
+    shown = orjson.loads(answer)["inspection"]
+    assert shown["truncated"] is True and shown["perRankCount"] == RANKS
+    assert shown["perRank"] == [] and 0 < len(shown["kernelSpread"]) < TOP
+
+    stored = [(position, orjson.dumps(r).decode()) for position, r in enumerate(ranks)]
+    seen: list[int] = []
+    after = -1
+    while True:
+        rows = [row for row in stored if row[0] > after][:1_001]
+        items, cursor = rank_page_of(rows, 1_000)
+        page = orjson.dumps({"items": [orjson.Fragment(i) for i in items], "nextCursor": cursor})
+        assert len(page) < BOUND and items
+        seen += [orjson.loads(i)["rank"] for i in items]
+        if cursor is None:
+            break
+        after = decode_cursor(cursor, CursorKind.RANKS) - 1
+    assert seen == list(range(RANKS))

@@ -149,3 +149,47 @@ def test_the_per_rank_table_names_each_traces_file(tmp_path: Path) -> None:
     assert heading[:3] == ["rank", "file", "steps"]
     rows = {row[1]: row[0] for row in cells if len(row) > 1 and row[1].endswith(".json")}
     assert rows == {"first/rank-0.json": "0", "again/rank-0.json": "0", "rank-1.json": "1"}
+
+
+def table_rows(stdout: str, title: str) -> list[list[str]]:
+    """The cells of each row of the table titled ``title`` (its heading row first)."""
+    lines = stdout.splitlines()
+    titled = next(i for i, line in enumerate(lines) if title in line)
+    start = next(i for i in range(titled, len(lines)) if lines[i].startswith("┏"))
+    rows = []
+    for line in lines[start:]:
+        if not line or line[0] not in "┏┃┡│└":
+            break
+        if line[0] in "┃│":
+            rows.append([cell.strip() for cell in line.strip("┃│").split(line[0])])
+    return rows
+
+
+def test_inspect_shows_idle_causes_and_with_kernels_each_ranks_top_kernels(
+    tmp_path: Path,
+) -> None:
+    run = RunShape(tp=2, dp=1, steps=3)
+    for rank in range(run.world):
+        (tmp_path / f"rank-{rank}.json").write_bytes(rank_trace(run, rank))
+    report = json.loads(ok(run_tracesets("inspect", tmp_path, "--json", env={})).stdout)
+
+    plain = ok(run_tracesets("inspect", tmp_path, env={})).stdout
+    assert "top kernels per rank" not in plain
+    idle = table_rows(plain, "idle time by cause")
+    assert idle[0] == ["rank", "stream", "host wait µs", "kernel wait µs", "other µs"]
+    assert idle[1:] == [
+        [str(r["rank"]), str(s["stream"]),
+         *(f"{s[m]:,.1f}" for m in ("hostWaitUs", "kernelWaitUs", "otherUs"))]
+        for r in report["perRank"] for s in r["idleBreakdown"]
+    ]  # fmt: skip
+    assert len(idle) > 3
+
+    with_kernels = ok(run_tracesets("inspect", tmp_path, "--kernels", env={})).stdout
+    kernels = table_rows(with_kernels, "top kernels per rank")
+    assert kernels[0][:4] == ["rank", "kernel", "type", "count"]
+    assert kernels[1:] == [
+        [str(r["rank"]), k["name"], k["type"], f"{k['count']:,}",
+         *(f"{k[m]:,.1f}" for m in ("sumUs", "meanUs", "minUs", "maxUs", "stddevUs"))]
+        for r in report["perRank"] for k in r["topKernels"]
+    ]  # fmt: skip
+    assert {row[2] for row in kernels[1:]} == {"COMPUTATION", "COMMUNICATION", "MEMORY"}

@@ -4,9 +4,9 @@
 
 Each GPU event HTA keeps reaches ``KernelFold.add`` once, in start order, with its
 kernel name's number (``kernels.GpuEvents`` numbers the first ``MAX_NAMES`` distinct
-names of a rank; the events of later names count in ``other`` only), its stream, and
-its launch's start and duration. Memory is per name, per stream and three
-``Distribution``s, whatever the count of events.
+names of a rank, each shown in at most ``MAX_NAME_CHARS`` characters; the events of
+later names count in ``other`` only), its stream, and its launch's start and duration.
+Memory is per name, per stream and three ``Distribution``s, whatever the count of events.
 
 - Kernel types: the time each set of types (computation, communication, memory) runs
   together, named as HTA names them (``COMPUTATION overlapping COMMUNICATION``), from
@@ -47,6 +47,11 @@ LAUNCH_DELAY_CUTOFF_US: Final = 100.0
 MAX_NAMES: Final = 4_096
 #: Names shown, before ``other``.
 TOP: Final = 20
+#: A kernel name's characters kept: C++ templates make names of 2,000 (real traces') and
+#: more, and each rank stores ``TOP`` of them. A longer name keeps its first
+#: ``MAX_NAME_CHARS - 1`` and "…"; names are told apart whole, so two alike that far
+#: stay two rows.
+MAX_NAME_CHARS: Final = 4_096
 #: Streams with an idle breakdown of their own, per rank (the busiest idle first).
 MAX_STREAMS: Final = 16
 #: The streams followed per rank; a stream past them is left out of the idle breakdown.
@@ -190,7 +195,7 @@ class KernelFold:
         """The number of a kernel name, or -1 past ``MAX_NAMES``."""
         if len(self.names) >= MAX_NAMES:
             return -1
-        self.names.append(name)
+        self.names.append(name if len(name) <= MAX_NAME_CHARS else name[: MAX_NAME_CHARS - 1] + "…")
         self.moments.append(_Moments(kind))
         return len(self.names) - 1
 

@@ -3,7 +3,7 @@
 A traceset's analysis joins each trace's figures to the rank inspection found for it
 (its header, its tail or its file name), runs the checks across ranks, and gives the
 inspection's JSON its per-rank members: the first ``INLINE_RANKS`` ranks inline, all of
-them for the paged per-rank route.
+them for the paged per-rank route, and each top kernel's spread over ranks.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any, Final
 from tracesets.analysis.checks import Checks, check_ranks, unique_ranks
 from tracesets.analysis.files import TraceAnalysis
 from tracesets.analysis.gpu import GpuTime
+from tracesets.analysis.kernel_spread import KernelSpread, kernel_spread
 from tracesets.analysis.kernel_stats import KernelStats
 from tracesets.analysis.rank import GroupCollectives, RankAnalysis
 from tracesets.inspection.findings import FileFinding
@@ -104,10 +105,12 @@ def rank_json(rank: int | None, trace: TraceAnalysis, *, straggler: bool = False
 
 @dataclass(frozen=True, slots=True)
 class TracesetAnalysis:
-    """Every trace's figures by rank (traces without a rank last), and the checks."""
+    """Every trace's figures by rank (traces without a rank last), the checks, and the
+    top kernels' spread over ranks."""
 
     ranks: list[dict[str, Any]]
     checks: Checks
+    spread: list[KernelSpread]
 
     def inline(self) -> dict[str, Any]:
         """The members the inspection's JSON gains."""
@@ -116,6 +119,7 @@ class TracesetAnalysis:
             "perRankCount": len(self.ranks),
             "stragglers": self.checks.stragglers,
             "desyncedGroups": self.checks.desynced_groups,
+            "kernelSpread": [kernel.json() for kernel in self.spread],
         }
 
 
@@ -134,4 +138,4 @@ def analyse_traceset(
     slow = set(checks.stragglers)
     pairs.sort(key=lambda pair: (pair[0] is None, pair[0] or 0, pair[1].label))
     ranks = [rank_json(rank, trace, straggler=rank in slow) for rank, trace in pairs]
-    return TracesetAnalysis(ranks, checks)
+    return TracesetAnalysis(ranks, checks, kernel_spread(by_rank))

@@ -52,3 +52,48 @@ def figure_rows(analysis: TracesetAnalysis) -> Rows:
         rows,
         title="per-rank figures (step ms: median; GPU time as HTA counts it)",
     )  # fmt: skip
+
+
+def _us(value: float) -> str:
+    return f"{value:,.1f}"
+
+
+def idle_rows(analysis: TracesetAnalysis) -> Rows:
+    """Each rank's idle time by cause on its streams idle longest (HTA's idle breakdown)."""
+    rows = [
+        [
+            "" if figures["rank"] is None else str(figures["rank"]),
+            str(idle["stream"]),
+            _us(idle["hostWaitUs"]),
+            _us(idle["kernelWaitUs"]),
+            _us(idle["otherUs"]),
+        ]
+        for figures in analysis.ranks
+        for idle in figures["idleBreakdown"]
+    ]
+    return Rows(
+        ["rank", "stream", "host wait µs", "kernel wait µs", "other µs"],
+        rows,
+        title="idle time by cause (host wait: launched after the stream went idle; "
+        "kernel wait: other gaps under 30 µs)",
+    )
+
+
+def kernel_rows(analysis: TracesetAnalysis) -> Rows:
+    """Each rank's top kernels, then ``other``, as ``--kernels`` prints them."""
+    rows = [
+        [
+            "" if figures["rank"] is None else str(figures["rank"]),
+            kernel["name"],
+            kernel["type"],
+            f"{kernel['count']:,}",
+            *(_us(kernel[m]) for m in ("sumUs", "meanUs", "minUs", "maxUs", "stddevUs")),
+        ]
+        for figures in analysis.ranks
+        for kernel in figures["topKernels"]
+    ]
+    return Rows(
+        ["rank", "kernel", "type", "count", "sum µs", "mean µs", "min µs", "max µs", "stddev µs"],
+        rows,
+        title="top kernels per rank (the 20 of most time, then other)",
+    )

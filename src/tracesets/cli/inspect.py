@@ -123,6 +123,10 @@ def inspect(
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    kernels: Annotated[
+        bool,
+        typer.Option("--kernels", help="Also print each rank's top kernels (HTA's breakdown)."),
+    ] = False,
     jobs: Annotated[
         int | None,
         typer.Option(
@@ -137,7 +141,7 @@ def inspect(
     """Print what each trace says about its rank and its per-rank figures, what ranks are
     missing, and where ranks disagree; upload nothing."""
     from tracesets.analysis.report import analyse_traceset
-    from tracesets.cli.figures import figure_rows, json_members
+    from tracesets.cli.figures import figure_rows, idle_rows, json_members, kernel_rows
     from tracesets.client.reading import read_files
 
     files = collect(paths, ())
@@ -153,3 +157,7 @@ def inspect(
     print_report(findings, summary, rank_count)
     if analysis.ranks:
         print_rows(_stdout(), figure_rows(analysis))
+        if any(figures["idleBreakdown"] for figures in analysis.ranks):
+            print_rows(_stdout(), idle_rows(analysis))
+        if kernels:
+            print_rows(_stdout(), kernel_rows(analysis), markup=False)

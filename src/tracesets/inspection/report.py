@@ -31,6 +31,7 @@ NO_ANALYSIS: Final[Mapping[str, Any]] = {
     "perRankCount": 0,
     "stragglers": [],
     "desyncedGroups": [],
+    "kernelSpread": [],
 }
 
 

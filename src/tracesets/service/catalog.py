@@ -58,6 +58,9 @@ FAILED: Final = (
 )
 #: The most of the failure's reason FAILED quotes: a store's error can be long.
 WHY_CHARS: Final = 300
+#: A page of per-rank figures stops before its JSON passes this many bytes: a rank's
+#: figures hold 21 kernel names of up to 4,096 characters (24 KiB each once escaped).
+RANK_PAGE_BYTES: Final = 4 * 1024 * 1024
 
 
 def inspection_warnings(traceset: Traceset) -> list[str]:
@@ -81,6 +84,22 @@ def _failure(result: bytes | None) -> str:
     return why if len(why) <= WHY_CHARS else why[: WHY_CHARS - 1] + "…"
 
 
+def rank_page_of(rows: list[tuple[int, str]], limit: int) -> tuple[list[str], str | None]:
+    """The figures of ``rows`` (position, JSON; up to ``limit`` + 1 of them) a page holds:
+    ``limit`` of them, fewer when their JSON would pass ``RANK_PAGE_BYTES`` (at least one),
+    and the cursor of the first one left out."""
+    kept: list[str] = []
+    used = 0
+    for position, figures in rows[:limit]:
+        used += len(figures.encode()) + 1
+        if kept and used > RANK_PAGE_BYTES:
+            return kept, encode_cursor(CursorKind.RANKS, position)
+        kept.append(figures)
+    if len(rows) > limit:
+        return kept, encode_cursor(CursorKind.RANKS, rows[limit - 1][0] + 1)
+    return kept, None
+
+
 class TracesetService(Uploads, Completion):
     """Every use case on tracesets, one object the routes hold."""
 
@@ -93,11 +112,7 @@ class TracesetService(Uploads, Completion):
         traceset = self.get(workspace, traceset_id)
         with self.db.read() as conn:
             rows = queries.rank_figures(conn, seq=traceset.seq, after=after, limit=limit + 1)
-        if len(rows) > limit:
-            return [figures for _, figures in rows[:limit]], encode_cursor(
-                CursorKind.RANKS, rows[limit - 1][0] + 1
-            )
-        return [figures for _, figures in rows], None
+        return rank_page_of(rows, limit)
 
     def list_page(
         self,

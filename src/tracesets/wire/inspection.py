@@ -134,7 +134,8 @@ class RankFigures(BaseModel):
     topKernels: list[TopKernel] = Field(
         default_factory=list,
         description="The 20 kernels of most time, then other (at most 21 rows). A rank's "
-        "first 4,096 kernel names have figures of their own; later ones count in other.",
+        "first 4,096 kernel names have figures of their own; later ones count in other. A "
+        "name longer than 4,096 characters keeps its first 4,095 and an ellipsis.",
     )
     idleBreakdown: list[StreamIdle] = Field(
         default_factory=list,
@@ -154,6 +155,19 @@ class RankFiguresPage(BaseModel):
     nextCursor: str | None = Field(
         description="Pass as `cursor` for the next page; null on the last."
     )
+
+
+class KernelSpread(BaseModel):
+    """One kernel's time over the ranks listing it among their top kernels."""
+
+    name: str
+    type: str = Field(description="COMPUTATION, COMMUNICATION or MEMORY.")
+    ranks: int = Field(description="How many ranks list it among their top kernels.")
+    minUs: Figure = Field(description="The least of its sums over those ranks.")
+    medianUs: Figure
+    maxUs: Figure
+    minRank: int = Field(description="The rank of minUs (the lowest on a tie).")
+    maxRank: int = Field(description="The rank of maxUs (the lowest on a tie).")
 
 
 class Inspection(BaseModel):
@@ -190,6 +204,12 @@ class Inspection(BaseModel):
     desyncedGroups: list[str] = Field(
         default_factory=list,
         description="Process groups whose members issued different numbers of a collective.",
+    )
+    kernelSpread: list[KernelSpread] = Field(
+        default_factory=list,
+        description="The 20 kernels of most time summed over the ranks listing them in "
+        "topKernels, each with its sum's spread over those ranks: a kernel slow on one rank "
+        "stands out by its maxUs and maxRank.",
     )
 
 
