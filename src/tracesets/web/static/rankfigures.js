@@ -21,7 +21,8 @@ export const PARTS = [
   { key: 'idleUs', label: 'idle' },
 ];
 
-/** A trace's idle time by cause, summed over its streams; null without any. */
+/** A trace's idle time by cause, summed over its streams; null without any. HTA counts the
+ * gap between kernels overlapping on a stream as a negative kernel wait: it draws as none. */
 function idleOf(one) {
   const streams = one.idleBreakdown || [];
   if (!streams.length) return null;
