@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 from typing import Any
 
@@ -39,7 +40,7 @@ def idle_bars_cover(chart: Locator, world: int) -> None:
             [+g.getAttribute('data-rank'), +g.getAttribute('data-last-rank')])"""
     )
     assert spans[0][0] == 0 and spans[-1][1] == world - 1
-    assert all(b[0] == a[1] + 1 for a, b in zip(spans, spans[1:], strict=False))
+    assert all(b[0] == a[1] + 1 for a, b in itertools.pairwise(spans))
 
 
 def labels_inside(tab: Tab, chart: Locator) -> None:
@@ -83,7 +84,8 @@ def test_eight_ranks_name_the_rank_where_the_top_kernel_is_slowest(
         # A negative kernel wait (kernels overlapping on a stream, as HTA counts it) draws as none.
         parts = ("hostWaitUs", "kernelWaitUs", "otherUs")
         total = sum(max(0.0, s[part]) for s in one["idleBreakdown"] for part in parts)
-        drawn = chart.locator('g.idle-bar[data-rank="%d"]' % one["rank"]).get_attribute("data-us")
+        rank = one["rank"]
+        drawn = chart.locator(f'g.idle-bar[data-rank="{rank}"]').get_attribute("data-us")
         assert abs(float(drawn or 0) - total) < 1e-6
     legend = tab.page.locator("ul.idle-legend li")
     expect(legend).to_have_text(["host wait", "kernel wait", "other idle"])

@@ -40,7 +40,8 @@ export function kernelSpread(figures) {
       sumUs: sums.reduce((total, [us]) => total + us, 0),
       minUs: sums[0][0], minRank: sums[0][1],
       medianUs: median(sums.map(([us]) => us)),
-      maxUs: sums[sums.length - 1][0], maxRank: sums[sums.length - 1][1],
+      maxUs: sums[sums.length - 1][0],
+      maxRank: sums.find(([us]) => us === sums[sums.length - 1][0])[1],  // the first of a tie, as for min
     });
   }
   return rows.sort((a, b) => b.sumUs - a.sumUs || (a.name < b.name ? -1 : 1));
