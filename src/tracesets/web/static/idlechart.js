@@ -24,8 +24,7 @@ export function idleChart(inspection, figures, width) {
   const max = Math.max(...bins.map((b) => b.idle.totalUs), 1);
   const chart = frame('Idle time by cause per rank',
     `${formatCount(bins.length)} bars${perBar(per)}${per > 1 ? ', each its idlest rank\'s' : ''}; `
-    + 'host wait, kernel wait and other idle time over all of a rank\'s streams', w, HEIGHT, per);
-  chart.classList.add('idle-chart');
+    + 'host wait, kernel wait and other idle time over all of a rank\'s streams', w, HEIGHT, per, 'idle-chart');
   const { bottom, plotH, slot, left } = axes(chart, w, HEIGHT, bins.map(rankLabel),
     [[0, '0'], [0.5, formatDuration(max / 2)], [1, formatDuration(max)]]);
   const barW = slot >= 4 ? slot * 0.78 : slot;

@@ -110,9 +110,9 @@ export function span(bin) {
   return bin.copies > 1 ? `rank ${bin.first} #${bin.copy} of ${bin.copies} (${bin.file})` : `rank ${bin.first}`;
 }
 
-export function frame(title, desc, width, height, per) {
+export function frame(title, desc, width, height, per, kind = 'figures-chart') {
   const chart = svg('svg', {
-    class: 'rank-chart figures-chart', width, height, viewBox: `0 0 ${width} ${height}`,
+    class: `rank-chart ${kind}`, width, height, viewBox: `0 0 ${width} ${height}`,
     role: 'img', 'aria-label': `${title}: ${desc}`, 'data-ranks-per-bar': per,
   }, svg('title', {}, title), svg('desc', {}, desc));
   return chart;
