@@ -65,13 +65,15 @@ function onRank(us, rank) {
   return h('span', {}, formatDuration(us), h('span', { class: 'muted' }, ` rank ${formatCount(rank)}`));
 }
 
+/** The service's spread has no total (it ranks by it): then the table has no Total column. */
 function table(rows) {
-  const head = ['Kernel', 'Total', 'Ranks', 'Least', 'Median', 'Most', 'Spread'];
+  const totals = rows.every((row) => Number.isFinite(row.sumUs));
+  const head = ['Kernel', totals ? 'Total' : null, 'Ranks', 'Least', 'Median', 'Most', 'Spread'].filter(Boolean);
   return h('table', { class: 'kernel-table' },
     h('thead', {}, h('tr', {}, head.map((t) => h('th', { scope: 'col' }, t)))),
     h('tbody', {}, rows.map((row) => h('tr', { 'data-kernel': row.name, 'data-max-rank': row.maxRank },
       cell('Kernel', { class: 'kernel-name' }, h('code', {}, row.name), row.type ? h('span', { class: 'muted kernel-type' }, ` ${row.type.toLowerCase()}`) : null),
-      cell('Total', { class: 'num' }, formatDuration(row.sumUs)),
+      totals ? cell('Total', { class: 'num' }, formatDuration(row.sumUs)) : null,
       cell('Ranks', { class: 'num' }, formatCount(row.ranks)),
       cell('Least', { class: 'num' }, onRank(row.minUs, row.minRank)),
       cell('Median', { class: 'num' }, formatDuration(row.medianUs)),
@@ -81,7 +83,8 @@ function table(rows) {
 
 /** The block, and how to redraw it from more figures (ignored when the service's spread is used). */
 export function kernelsBlock(inspection) {
-  const fromService = Array.isArray(inspection.kernelSpread) ? inspection.kernelSpread : null;
+  // An inspection made before the service kept the spread has an empty one: work it out.
+  const fromService = (inspection.kernelSpread || []).length ? inspection.kernelSpread : null;
   const caption = h('p', { class: 'chart-caption', id: 'kernels-caption' });
   const box = h('div', { class: 'kernels-box' });
   const show = (rows, ranks) => {
