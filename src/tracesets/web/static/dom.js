@@ -80,3 +80,10 @@ export function timeElement(iso) {
 export function statusBadge(status) {
   return h('span', { class: `badge badge-${String(status).replace(/[^a-z]/g, '')}` }, status);
 }
+
+/** A measured time in µs, in the unit that reads best: "850 µs", "12.34 ms", "2.50 s". */
+export function formatDuration(us) {
+  if (us < 1000) return `${us.toFixed(us < 10 ? 1 : 0)} µs`;
+  if (us < 1_000_000) return `${(us / 1000).toFixed(us < 100_000 ? 2 : 1)} ms`;
+  return `${(us / 1_000_000).toFixed(2)} s`;
+}

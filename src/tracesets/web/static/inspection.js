@@ -2,7 +2,7 @@
 
 import { append, formatCount, h } from './dom.js';
 import { METRICS, availableMetrics, legend, rankBars, rankChart } from './rankchart.js';
-import { figuresBlock } from './rankfigures.js';
+import { figuresBlock } from './figuresblock.js';
 
 const SHOWN_RUNS = 20;
 

@@ -1,20 +1,16 @@
 // Per-rank figures of an inspection, as SVG: GPU time of each rank as a stacked bar
 // (compute, communication, memory, other, idle, in percent of its span), and median step
-// time per rank; stragglers and members of desynced process groups are marked. The
-// inspection holds the first 256 ranks' figures; past them, the rest are read from the
-// traceset's ranks route (up to FETCHED_RANKS), and past MAX_BARS ranks a bar stands for a
-// run of ranks: their GPU time added up, their longest median step, marked when any of
-// them straggles or is in a desynced group.
+// time per rank; stragglers and members of desynced process groups are marked. Past
+// MAX_BARS ranks a bar stands for a run of ranks: their GPU time added up, their longest
+// median step, their idlest rank's idle causes, marked when any of them straggles or is in
+// a desynced group. The frame and axes here are shared by every per-rank figure chart.
 
-import { call } from './api.js';
-import { formatCount, h, svg } from './dom.js';
+import { formatCount, svg } from './dom.js';
 
 const MARGIN = { top: 14, right: 12, bottom: 40, left: 56 };
 const GPU_HEIGHT = 220;
 const STEP_HEIGHT = 160;
 export const MAX_BARS = 256;
-/** Ranks whose figures the page reads at most (about 2 kB each: 16 MB of JSON). */
-export const FETCHED_RANKS = 8192;
 
 /** The parts of a GPU bar, bottom up: HTA's compute, then its non-compute split, then idle. */
 export const PARTS = [
@@ -24,6 +20,19 @@ export const PARTS = [
   { key: 'otherUs', label: 'other' },
   { key: 'idleUs', label: 'idle' },
 ];
+
+/** A trace's idle time by cause, summed over its streams; null without any. HTA counts the
+ * gap between kernels overlapping on a stream as a negative kernel wait: it draws as none. */
+function idleOf(one) {
+  const streams = one.idleBreakdown || [];
+  if (!streams.length) return null;
+  const idle = { rank: one.rank, hostWaitUs: 0, kernelWaitUs: 0, otherUs: 0, totalUs: 0 };
+  for (const stream of streams) {
+    for (const key of ['hostWaitUs', 'kernelWaitUs', 'otherUs']) idle[key] += Math.max(0, stream[key] || 0);
+  }
+  idle.totalUs = idle.hostWaitUs + idle.kernelWaitUs + idle.otherUs;
+  return idle;
+}
 
 function desyncedRanks(inspection, figures) {
   const groups = new Set(inspection.desyncedGroups || []);
@@ -39,7 +48,8 @@ function desyncedRanks(inspection, figures) {
 /**
  * The figures of ranked traces, in runs of `per` so there are at most MAX_BARS: each run
  * with its first and last rank, GPU time summed part by part, the longest median step and
- * the range of all its steps, and whether any of its ranks straggles or is desynced.
+ * the range of all its steps, the idle causes of its idlest rank (a sum or a mean would
+ * hide one rank waiting among many), and whether any of its ranks straggles or is desynced.
  */
 export function figureBins(inspection, figures) {
   const ranked = figures.filter((r) => Number.isInteger(r.rank));
@@ -53,7 +63,7 @@ export function figureBins(inspection, figures) {
     const members = ranked.slice(i, i + per);
     const bin = {
       first: members[0].rank, last: members[members.length - 1].rank, size: members.length,
-      gpu: null, steps: null, straggler: false, desynced: false,
+      gpu: null, steps: null, idle: null, straggler: false, desynced: false,
       file: members.length === 1 ? traceName(members[0]) : null, copy: 0, copies: 1,
     };
     if (members.length === 1 && copies.get(bin.first) > 1) {  // a duplicated rank: which trace
@@ -68,6 +78,8 @@ export function figureBins(inspection, figures) {
         bin.gpu ??= Object.fromEntries(['kernelUs', ...PARTS.map((p) => p.key)].map((k) => [k, 0]));
         for (const key of Object.keys(bin.gpu)) bin.gpu[key] += Math.max(0, one.gpu[key] || 0);
       }
+      const idle = idleOf(one);
+      if (idle && (!bin.idle || idle.totalUs > bin.idle.totalUs)) bin.idle = idle;
       const steps = one.steps;
       if (steps && steps.medianUs !== null && steps.medianUs !== undefined) {
         const known = bin.steps || { medianUs: 0, minUs: null, maxUs: null, count: 0 };
@@ -89,18 +101,18 @@ function traceName(one) {
 }
 
 /** A bar's rank under the axis: "0 #2" for the second trace of a duplicated rank 0. */
-function rankLabel(bin) {
+export function rankLabel(bin) {
   return bin.copies > 1 ? `${formatCount(bin.first)} #${bin.copy}` : formatCount(bin.first);
 }
 
-function span(bin) {
+export function span(bin) {
   if (bin.size > 1) return `ranks ${formatCount(bin.first)}–${formatCount(bin.last)}`;
   return bin.copies > 1 ? `rank ${bin.first} #${bin.copy} of ${bin.copies} (${bin.file})` : `rank ${bin.first}`;
 }
 
-function frame(title, desc, width, height, per) {
+export function frame(title, desc, width, height, per, kind = 'figures-chart') {
   const chart = svg('svg', {
-    class: 'rank-chart figures-chart', width, height, viewBox: `0 0 ${width} ${height}`,
+    class: `rank-chart ${kind}`, width, height, viewBox: `0 0 ${width} ${height}`,
     role: 'img', 'aria-label': `${title}: ${desc}`, 'data-ranks-per-bar': per,
   }, svg('title', {}, title), svg('desc', {}, desc));
   return chart;
@@ -124,7 +136,7 @@ function margins(ticks, ranks) {
   };
 }
 
-function axes(chart, width, height, ranks, ticks) {
+export function axes(chart, width, height, ranks, ticks) {
   const margin = margins(ticks, ranks);
   const bottom = height - margin.bottom;
   const plotH = bottom - margin.top;
@@ -156,7 +168,7 @@ function percent(part, whole) {
   return whole > 0 ? `${((100 * part) / whole).toFixed(2)} %` : '–';
 }
 
-function perBar(per) {
+export function perBar(per) {
   return per === 1 ? '' : `, each bar ${formatCount(per)} ranks`;
 }
 
@@ -231,65 +243,4 @@ export function stepChart(inspection, figures, width) {
     }
   });
   return chart;
-}
-
-function legend(inspection) {
-  const items = PARTS.map((part) => h('li', {}, h('span', { class: `swatch swatch-${part.label}` }), part.label));
-  if ((inspection.stragglers || []).length) {
-    items.push(h('li', {}, h('span', { class: 'swatch swatch-straggler' }), 'straggler'));
-  }
-  if ((inspection.desyncedGroups || []).length) {
-    items.push(h('li', {}, h('span', { class: 'swatch swatch-desync' }), 'in a desynced process group'));
-  }
-  return h('ul', { class: 'legend' }, items);
-}
-
-/** Every trace's figures from the ranks route, up to FETCHED_RANKS; null when refused. */
-async function allFigures(tracesetId) {
-  const path = `/api/v1/tracesets/${encodeURIComponent(tracesetId)}/ranks`;
-  const figures = [];
-  let cursor = null;
-  do {
-    const answer = await call(`${path}?${new URLSearchParams(cursor ? { cursor, limit: 1000 } : { limit: 1000 })}`);
-    figures.push(...answer.data.items);
-    cursor = answer.data.nextCursor;
-  } while (cursor && figures.length < FETCHED_RANKS);
-  return figures.slice(0, FETCHED_RANKS);
-}
-
-/** The per-rank figures: both charts, redrawn to the width of their box; when the
- * inspection holds only the first of them, the rest are read and the charts drawn again. */
-export function figuresBlock(inspection, tracesetId) {
-  const box = h('div', { class: 'chart-box figures-box' });
-  const caption = h('p', { class: 'chart-caption', id: 'figures-caption', 'aria-live': 'polite' });
-  let figures = inspection.perRank || [];
-  const total = inspection.perRankCount || figures.length;
-  const say = (extra) => {
-    caption.textContent = 'GPU time as Holistic Trace Analysis counts it, in percent of each rank\'s GPU span; '
-      + 'step time is the median of each rank\'s ProfilerStep. '
-      + (figures.length < total ? `The first ${formatCount(figures.length)} of ${formatCount(total)} ranks are shown` : `All ${formatCount(total)} ranks are shown`)
-      + (extra ? `; ${extra}` : '.')
-      + ((inspection.duplicateRanks || []).length
-        ? ' A rank with several traces has a bar for each, numbered (0 #1, 0 #2); its tooltip names the file.' : '');
-  };
-  let lastWidth = 0;
-  const draw = () => {
-    lastWidth = box.clientWidth;
-    const charts = [gpuChart(inspection, figures, lastWidth), stepChart(inspection, figures, lastWidth)].filter(Boolean);
-    box.replaceChildren(...(charts.length ? charts : [h('p', { class: 'muted' }, 'No trace has GPU time or steps.')]));
-  };
-  new ResizeObserver(() => {
-    if (box.isConnected && box.clientWidth !== lastWidth) draw();
-  }).observe(box);
-  if (figures.length < total && tracesetId) {
-    say(`reading the other ${formatCount(Math.min(total, FETCHED_RANKS) - figures.length)}…`);
-    allFigures(tracesetId).then((all) => {
-      if (all.length > figures.length) figures = all;
-      say(total > figures.length ? `the page reads at most ${formatCount(FETCHED_RANKS)}.` : '');
-      if (lastWidth) draw();
-    }, (error) => say(`the others could not be read: ${error.message}`));
-  } else {
-    say('');
-  }
-  return [h('h3', {}, 'Per-rank figures'), caption, box, legend(inspection)];
 }
