@@ -188,7 +188,7 @@ def _run_kinds(reach: list[float], by_mask: list[float], now: float) -> None:
         now = upto
 
 
-def _us(time: float) -> float:
+def as_us(time: float) -> float:
     """``time`` to the nanosecond; a float past 64 bits, which JSON as kept cannot hold
     as an integer (the rank's figures then carry a problem saying so)."""
     rounded = round(time, 3)
@@ -212,16 +212,16 @@ def _breakdown(by_mask: list[float], span: float, busy: float, count: int) -> Gp
     idle = span - busy
     non_compute = span - compute - idle
     return GpuTime(
-        kernel_us=_us(span),
-        idle_us=_us(idle),
-        compute_us=_us(compute),
-        non_compute_us=_us(non_compute),
+        kernel_us=as_us(span),
+        idle_us=as_us(idle),
+        compute_us=as_us(compute),
+        non_compute_us=as_us(non_compute),
         idle_pct=_share(idle, span),
         compute_pct=_share(compute, span),
         non_compute_pct=_share(non_compute, span),
-        communication_us=_us(during(communication, computation)),
-        memory_us=_us(during(1 << MEMORY, computation | communication)),
-        other_us=_us(during(1 << OTHER, computation | communication | 1 << MEMORY)),
+        communication_us=as_us(during(communication, computation)),
+        memory_us=as_us(during(1 << MEMORY, computation | communication)),
+        other_us=as_us(during(1 << OTHER, computation | communication | 1 << MEMORY)),
         overlap_pct=_share(during(communication | computation), during(communication)),
         kernels=count,
     )

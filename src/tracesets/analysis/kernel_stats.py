@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from tracesets.analysis.distribution import Distribution
+from tracesets.analysis.gpu import as_us
 
 #: HTA's CPU calls whose GPU events the launch statistics pair (``include_memory_events``).
 LAUNCHES: Final = frozenset((
@@ -164,12 +165,15 @@ class _Moments:
     def row(self, name: str, kind: str) -> KernelRow:
         std = math.sqrt(self.m2 / (self.count - 1)) if self.count > 1 else 0.0
         return KernelRow(
-            name, kind, self.count, _us(self.total), _us(self.mean), self.low, self.high, _us(std)
+            name,
+            kind,
+            self.count,
+            as_us(self.total),
+            as_us(self.mean),
+            as_us(self.low),
+            as_us(self.high),
+            as_us(std),
         )
-
-
-def _us(value: float) -> float:
-    return round(value, 3)
 
 
 class _Stream:
@@ -259,7 +263,7 @@ class KernelFold:
 
     def _idle_rows(self) -> list[StreamIdle]:
         rows = [
-            StreamIdle(int(stream), _us(s.host), _us(s.kernel), _us(s.other))
+            StreamIdle(int(stream), as_us(s.host), as_us(s.kernel), as_us(s.other))
             for stream, s in self.streams.items()
         ]
         rows.sort(key=lambda r: (-(r.host_wait_us + r.kernel_wait_us + r.other_us), r.stream))
@@ -290,6 +294,6 @@ def _types(by_mask: list[float]) -> list[KernelType]:
             label = " overlapping ".join(names)
             sums[label] = sums.get(label, 0.0) + time
     whole = sum(sums.values())
-    rows = [KernelType(label, _us(t), round(100 * t / whole, 2)) for label, t in sums.items()]
+    rows = [KernelType(label, as_us(t), round(100 * t / whole, 2)) for label, t in sums.items()]
     rows.sort(key=lambda r: (-r.sum_us, r.type))
     return rows
