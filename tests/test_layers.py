@@ -23,6 +23,7 @@ LAYERS: dict[str, int] = {
     "tracesets.records": 0,
     "tracesets.version": 0,
     "tracesets.vocabulary": 0,
+    "tracesets.performance": 0,  # the medians over ranks a traceset is searched by
     "tracesets.uploadrequest": 1,
     "tracesets.promotion": 1,
     "tracesets.settings": 1,

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from tracesets.cli.main import command_line
 from tracesets.client import AsyncClient, Client
-from tracesets.db.listing import FILTER_COLUMNS, VERDICT_COLUMNS
+from tracesets.db.listing import FIGURE_FILTERS, FILTER_COLUMNS, VERDICT_COLUMNS
 from tracesets.vocabulary import FILTERS, ListFilter, ListFilters
 from tracesets.web.pages import RENDERED
 
@@ -32,14 +32,14 @@ def test_the_typed_forms_name_the_same_filters_in_the_same_order() -> None:
 
 
 def test_the_database_has_a_column_for_each_filter() -> None:
-    assert sorted([*FILTER_COLUMNS, *VERDICT_COLUMNS]) == sorted(NAMES)
+    assert sorted([*FILTER_COLUMNS, *VERDICT_COLUMNS, *FIGURE_FILTERS]) == sorted(NAMES)
 
 
 def test_the_list_route_takes_each_filter_and_its_alias() -> None:
     operation = json.loads(OPENAPI.read_text())["paths"]["/api/v1/tracesets"]["get"]
     described = {p["name"]: p for p in operation["parameters"]}
     aliases = [f.alias for f in FILTERS if f.alias is not None]
-    assert sorted(described) == sorted([*NAMES, *aliases, "limit", "cursor"])
+    assert sorted(described) == sorted([*NAMES, *aliases, "limit", "cursor", "sort"])
     for term in FILTERS:
         assert described[term.name]["description"] == term.description
         if term.maximum is not None:
@@ -85,6 +85,11 @@ def test_both_clients_send_every_filter() -> None:
         "global_batch_size": 512,
         "inspected_ok": False,
         "ranks_consistent": True,
+        "gpu_idle_pct_max": 40.5,
+        "gpu_idle_pct_min": 2,
+        "comm_overlap_pct_min": 12.25,
+        "step_ms_max": 950,
+        "has_stragglers": True,
     }
     assert list(asked) == NAMES  # every filter of the vocabulary is asked for
     expected = {**ListFilter(**asked).query(), "limit": "7"}
