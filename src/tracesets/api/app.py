@@ -98,6 +98,19 @@ async def _sweep_forever(service: TracesetService, pending_ttl: int) -> None:
         await asyncio.sleep(interval)
 
 
+async def _sweep_orphans_forever(service: TracesetService, pending_ttl: int) -> None:
+    """A bounded pass of the sweep of stored objects without rows (``service.orphans``)
+    at the pending sweep's interval, the first one interval after start: a process that
+    starts (or restarts in a loop) lists no bucket before it serves."""
+    interval = max(1.0, min(3600.0, pending_ttl / 4))
+    while True:
+        await asyncio.sleep(interval)
+        try:
+            await run_in_threadpool(service.orphans.run)
+        except Exception:  # a failed pass is tried again at the next interval
+            log.exception("sweeping stored objects without rows failed")
+
+
 async def _sweep_temporary_files(store: LocalBlobStore, idle_timeout: int) -> None:
     """Remove what uploads that died (a crash, a kill) left in the temporary folder.
 
@@ -241,7 +254,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         service, transfers = await run_in_threadpool(build_service, settings)
         metrics.count_process()
         app.state.service, app.state.transfers = service, transfers
-        background = [asyncio.create_task(_sweep_forever(service, settings.pending_ttl))]
+        background = [
+            asyncio.create_task(_sweep_forever(service, settings.pending_ttl)),
+            asyncio.create_task(_sweep_orphans_forever(service, settings.pending_ttl)),
+        ]
         inspections: InspectionQueue | None = None
         if settings.inspect_in_service:
             queue = inspections = InspectionQueue(

@@ -256,9 +256,7 @@ class TracesetService(Uploads, Completion):
         self.store.delete_prefix(traceset_id)
 
     def sweep_pending(self, older_than: timedelta, *, limit: int = 100) -> int:
-        """Abort and remove pending tracesets older than ``older_than``; how many. Then a
-        bounded pass of the sweep of stored objects without rows (``service.orphans``),
-        which the same periodic task runs in every process."""
+        """Abort and remove pending tracesets older than ``older_than``; how many."""
         with self.db.read() as conn:
             stale = queries.pending_before(conn, utcnow() - older_than, limit)
         for workspace, traceset_id in stale:
@@ -271,7 +269,6 @@ class TracesetService(Uploads, Completion):
                 traceset_id,
                 extra={"event": "traceset.swept", "traceset_id": traceset_id},
             )
-        self.orphans.run()
         return len(stale)
 
     @cached_property
