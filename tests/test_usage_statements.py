@@ -4,12 +4,11 @@ index, each one's files by their primary key, never a scan of every file."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import orjson
-from sqlalchemy import event
 
 from tests.arrived import arrived_service
+from tests.plans import plan_of, sent
 from tracesets.db.usage import FileTotals
 
 
@@ -19,28 +18,18 @@ def test_usage_is_two_statements_through_indexes(tmp_path: Path) -> None:
         files = [{"name": f"f{i}.log", "size": 10 + i, "role": "supporting"} for i in range(count)]
         body = orjson.dumps({"name": "n", "files": files})
         service.create_upload(workspace, body, "http://127.0.0.1:1")
-    selects: list[tuple[str, Any]] = []
-
-    def catch(_conn: Any, _cursor: Any, statement: str, params: Any, *_: Any) -> None:
-        selects.append((statement, params))
-
-    event.listen(service.db.engine, "before_cursor_execute", catch)
-    found = service.usage("ws")
-    event.remove(service.db.engine, "before_cursor_execute", catch)
+    with sent(service.db) as selects:
+        found = service.usage("ws")
     assert found.tracesets == {"pending": 1, "ready": 0, "promoted": 0}
     assert found.files == FileTotals(files=3, bytes_stored=0, bytes_pending=33)
     statements = [s for s, _ in selects if s.lstrip().upper().startswith("SELECT")]
     assert len(statements) == 2
-    with service.db.read() as conn:
-        for statement, params in selects:
-            if not statement.lstrip().upper().startswith("SELECT"):
-                continue
-            plan = " / ".join(
-                str(row[-1])
-                for row in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {statement}", params)
-            )
-            assert "SCAN" not in plan, plan
-            assert "SEARCH tracesets USING COVERING INDEX ix_tracesets_workspace_" in plan, plan
-            assert "(workspace=?)" in plan, plan
-            if "files" in statement:
-                assert "SEARCH files USING INDEX sqlite_autoindex_files_1 (traceset_seq=?)" in plan
+    for statement, params in selects:
+        if not statement.lstrip().upper().startswith("SELECT"):
+            continue
+        plan = plan_of(service.db, statement, params)
+        assert "SCAN" not in plan, plan
+        assert "SEARCH tracesets USING COVERING INDEX ix_tracesets_workspace_" in plan, plan
+        assert "(workspace=?)" in plan, plan
+        if "files" in statement:
+            assert "SEARCH files USING INDEX sqlite_autoindex_files_1 (traceset_seq=?)" in plan
