@@ -26,10 +26,13 @@ Memory is per name, per stream and three ``Distribution``s, whatever the count o
 from __future__ import annotations
 
 import math
+import operator
+from array import array
 from dataclasses import dataclass
 from typing import Final
 
 from tracesets.analysis.distribution import Distribution
+from tracesets.analysis.gpu import OTHER as OTHER_KIND  # no type: not among top kernels
 from tracesets.analysis.gpu import as_us
 
 #: HTA's CPU calls whose GPU events the launch statistics pair (``include_memory_events``).
@@ -58,6 +61,8 @@ MAX_STREAMS: Final = 16
 #: The streams followed per rank; a stream past them is left out of the idle breakdown.
 TRACKED_STREAMS: Final = 1_024
 OTHER_NAME: Final = "other"
+#: Durations held before they are folded in: 8 bytes each.
+BATCH: Final = 2_048
 
 #: HTA's ``kernel_type_to_analysis`` order and names, by ``gpu``'s kind numbers.
 _TYPES: Final = ((2, "COMPUTATION"), (0, "COMMUNICATION"), (1, "MEMORY"))
@@ -128,16 +133,20 @@ class _Moments:
         self.low, self.high, self.shift = math.inf, -math.inf, math.nan
         self.kind = kind
 
-    def add(self, value: float) -> None:
+    def add_all(self, values: array[float]) -> None:
+        """A batch of durations, summed in C (``sum``, ``min``, ``map``), not one call each."""
+        if not values:
+            return
         if self.count == 0:
-            self.shift = value
-        self.count += 1
-        self.total += value
-        d = value - self.shift
-        self.shifted += d
-        self.squares += d * d
-        self.low = value if value < self.low else self.low
-        self.high = value if value > self.high else self.high
+            self.shift = values[0]
+        self.count += len(values)
+        self.total += sum(values)
+        shifted = array("d", map(self.shift.__rsub__, values))
+        self.shifted += sum(shifted)
+        self.squares += sum(map(operator.mul, shifted, shifted))
+        low, high = min(values), max(values)
+        self.low = low if low < self.low else self.low
+        self.high = high if high > self.high else self.high
 
     def merge(self, other: _Moments) -> None:
         """Fold ``other`` in (Chan's pairwise update, through each one's mean)."""
@@ -194,6 +203,11 @@ class KernelFold:
         self.streams: dict[int, _Stream] = {}
         self.cpu, self.gpu, self.delay = Distribution(), Distribution(), Distribution()
         self.short = self.long_delays = self.long_runtimes = 0
+        # Durations waiting to be folded in, a batch at a time (``_fold``): per name (the
+        # last, names past MAX_NAMES), and the launches' three figures.
+        self.durations: list[array[float]] = [array("d")]
+        self.calls, self.runs, self.delays = array("d"), array("d"), array("d")
+        self.waiting = 0
 
     def name(self, name: str, kind: int) -> int:
         """The number of a kernel name, or -1 past ``MAX_NAMES``."""
@@ -201,6 +215,7 @@ class KernelFold:
             return -1
         self.names.append(name if len(name) <= MAX_NAME_CHARS else name[: MAX_NAME_CHARS - 1] + "…")
         self.moments.append(_Moments(kind))
+        self.durations.insert(-1, array("d"))
         return len(self.names) - 1
 
     def add(
@@ -209,22 +224,42 @@ class KernelFold:
         """One GPU event: ``key`` its launch's start, ``cpu`` its launch's duration (NaN
         when no launch call of ``LAUNCHES`` made it)."""
         duration = end - start
-        kind = code & 3
-        if kind in TYPE_NAMES:
-            (self.moments[name] if name >= 0 else self.unnamed).add(duration)
+        if code & 3 != OTHER_KIND:
+            self.durations[name].append(duration)  # -1: the last, names past MAX_NAMES
+            self.waiting += 1
+            if self.waiting >= BATCH:
+                self._fold()
         if code & IN_KERNEL_CATEGORY:
             self._idle(start, end, key if code & LAUNCHED else math.nan, stream)
         if not math.isnan(cpu):  #: launched by one of HTA's launch calls
-            self.cpu.add(cpu)
-            self.gpu.add(duration)
+            self.calls.append(cpu)
+            self.runs.append(duration)
             delay = start - key - cpu
-            self.delay.add(delay if delay > 0 else 0.0)
+            self.delays.append(delay if delay > 0 else 0.0)
             if cpu <= RUNTIME_CUTOFF_US and duration < cpu:
                 self.short += 1
             elif cpu > RUNTIME_CUTOFF_US:
                 self.long_runtimes += 1
             if delay > LAUNCH_DELAY_CUTOFF_US:
                 self.long_delays += 1
+            if len(self.calls) >= BATCH:
+                self._fold()
+
+    def _fold(self) -> None:
+        """Fold the durations waiting into the moments and distributions."""
+        for moments, durations in zip([*self.moments, self.unnamed], self.durations, strict=True):
+            if durations:
+                moments.add_all(durations)
+                del durations[:]
+        for distribution, values in (
+            (self.cpu, self.calls),
+            (self.gpu, self.runs),
+            (self.delay, self.delays),
+        ):
+            if values:
+                distribution.add_all(values)
+                del values[:]
+        self.waiting = 0
 
     def _idle(self, start: float, end: float, launched: float, stream: int) -> None:
         state = self.streams.get(stream)
@@ -242,6 +277,7 @@ class KernelFold:
         state.end = end
 
     def result(self, by_mask: list[float]) -> KernelStats:
+        self._fold()
         return KernelStats(_types(by_mask), self._top(), self._idle_rows(), self._launches())
 
     def _top(self) -> list[KernelRow]:
