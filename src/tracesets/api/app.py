@@ -23,6 +23,7 @@ from tracesets import web
 from tracesets.api import (
     access,
     blobs,
+    compare_routes,
     front,
     health,
     hot,
@@ -57,6 +58,7 @@ from tracesets.service import tokens
 from tracesets.service.catalog import TracesetService
 from tracesets.service.core import Limits
 from tracesets.service.inspections import InspectionQueue
+from tracesets.service.regression import thresholds
 from tracesets.service.stores import open_store
 from tracesets.service.transfers import LocalTransfers
 from tracesets.settings import DEFAULT_WORKSPACE, Settings
@@ -261,7 +263,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         inspections: InspectionQueue | None = None
         if settings.inspect_in_service:
             queue = inspections = InspectionQueue(
-                service.db, service.store, lease=timedelta(seconds=settings.inspection_lease)
+                service.db,
+                service.store,
+                lease=timedelta(seconds=settings.inspection_lease),
+                thresholds=thresholds(settings),
             )
             loop = asyncio.get_running_loop()
 
@@ -308,6 +313,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(access.router)
     app.include_router(usage.router)
     app.include_router(routes.router)
+    app.include_router(compare_routes.router)
     app.include_router(blobs.router)
     app.include_router(web.router)
     hot.serve_hot_routes(app.router.routes, routes.router, blobs.router)
