@@ -6,10 +6,10 @@ Every request and every step is ``ClientCore``'s; ``AwaitingIO`` performs them.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Self, TypeVar, Unpack
+from typing import Any, Self, TypeVar, Unpack
 
 import httpx
 
@@ -22,6 +22,7 @@ from tracesets.client.answers import (
     as_upload_urls,
 )
 from tracesets.client.awaiting import AwaitingIO
+from tracesets.client.calls import Page, Step
 from tracesets.client.core import UploadPlan
 from tracesets.client.downloads import DownloadSummary
 from tracesets.client.files import (
@@ -30,6 +31,10 @@ from tracesets.client.files import (
     collect,
 )
 from tracesets.client.models import (
+    CompareKernel,
+    CompareOperator,
+    CompareRank,
+    Comparison,
     PromotedTraceset,
     Traceset,
     TracesetFile,
@@ -43,11 +48,13 @@ from tracesets.client.models import (
 from tracesets.client.progress import FilesCallback, ProgressCallback
 from tracesets.client.retry import RetryPolicy
 from tracesets.client.state import UploadState
+from tracesets.client.steps import Call
 from tracesets.client.transport import AsyncSchemeTransport
 from tracesets.uploadrequest import Role
 from tracesets.vocabulary import DEFAULT_SORT, ListFilters, Sort
 
 T = TypeVar("T")
+P = TypeVar("P", bound=Page)
 
 
 class AsyncClient(AwaitingIO):
@@ -261,6 +268,33 @@ class AsyncClient(AwaitingIO):
             if page.nextCursor is None:
                 return
             params = {**params, "cursor": page.nextCursor}
+
+    async def compare(self, traceset_id: str, baseline_id: str) -> Comparison:
+        """``Client.compare``: the headline, the first page of ranks and of kernels."""
+        return await self._fetch(self._compare_call(traceset_id, baseline_id))
+
+    def compare_ranks(self, traceset_id: str, baseline_id: str) -> AsyncIterator[CompareRank]:
+        return self._items(lambda c: self._compare_ranks_call(traceset_id, baseline_id, c))
+
+    def compare_kernels(self, traceset_id: str, baseline_id: str) -> AsyncIterator[CompareKernel]:
+        return self._items(lambda c: self._compare_kernels_call(traceset_id, baseline_id, c))
+
+    def compare_operators(
+        self, traceset_id: str, baseline_id: str, step: Step = "all"
+    ) -> AsyncIterator[CompareOperator]:
+        """``Client.compare_operators``: ``step`` "all" or "first" (HTA's defaults)."""
+        return self._items(
+            lambda c: self._compare_operators_call(traceset_id, baseline_id, step, c)
+        )
+
+    async def _items(self, page: Callable[[str | None], Call[P]]) -> AsyncIterator[Any]:
+        cursor = None
+        while True:
+            answer = await self._fetch(page(cursor))
+            for item in answer.items:
+                yield item
+            if (cursor := answer.nextCursor) is None:
+                return
 
     async def promote_traceset(
         self, traceset_id: str, workload_metadata: protocol.Metadata | None = None

@@ -198,6 +198,11 @@ def traceset_path(traceset_id: str, *rest: str) -> str:
     return "/".join([TRACESETS, quote(traceset_id, safe=""), *rest])
 
 
+def compare_path(traceset_id: str, baseline_id: str, *rest: str) -> str:
+    """A comparison's route, or one of its pages' (``ranks``, ``kernels``, ``operators``)."""
+    return traceset_path(traceset_id, "compare", quote(baseline_id, safe=""), *rest)
+
+
 def file_path(traceset_id: str, name: str) -> str:
     """The file's route. A ``.`` segment, which a name stored before the service refused
     them may hold, is sent encoded: written as is, URLs drop it, naming another file."""

@@ -5,10 +5,10 @@ Every request and every step is ``ClientCore``'s; ``BlockingIO`` performs them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Self, TypeVar, Unpack
+from typing import TYPE_CHECKING, Any, Self, TypeVar, Unpack
 
 import httpx
 
@@ -22,7 +22,7 @@ from tracesets.client.answers import (
     as_upload_urls,
 )
 from tracesets.client.blocking import BlockingIO
-from tracesets.client.calls import USER_AGENT
+from tracesets.client.calls import USER_AGENT, Page, Step
 from tracesets.client.core import UploadPlan
 from tracesets.client.downloads import DownloadSummary
 from tracesets.client.files import (
@@ -34,12 +34,17 @@ from tracesets.client.plainhttp import PlainHttp
 from tracesets.client.progress import FilesCallback, ProgressCallback
 from tracesets.client.retry import RetryPolicy
 from tracesets.client.state import UploadState
+from tracesets.client.steps import Call
 from tracesets.client.transport import SchemeTransport
 from tracesets.uploadrequest import Role
 from tracesets.vocabulary import DEFAULT_SORT, ListFilters, Sort
 
 if TYPE_CHECKING:
     from tracesets.client.models import (
+        CompareKernel,
+        CompareOperator,
+        CompareRank,
+        Comparison,
         PromotedTraceset,
         Traceset,
         TracesetFile,
@@ -54,6 +59,7 @@ if TYPE_CHECKING:
 __all__ = ["USER_AGENT", "Client"]
 
 T = TypeVar("T")
+P = TypeVar("P", bound=Page)
 
 
 class Client(BlockingIO):
@@ -360,6 +366,44 @@ class Client(BlockingIO):
             if page.nextCursor is None:
                 return
             params = {**params, "cursor": page.nextCursor}
+
+    def compare(self, traceset_id: str, baseline_id: str) -> Comparison:
+        """``traceset_id`` against ``baseline_id``, both inspected, from what their
+        inspections stored: the headline (median step ratio, GPU idle and overlap
+        differences, the three largest contributors), the first page of ranks (matched by
+        rank number; none when the rank counts differ, ``perRankNote`` says so) and of
+        kernels (by absolute difference in time). ``compare_ranks`` and
+        ``compare_kernels`` page through all of them; ``ClientError`` 409 names a side not
+        inspected, 404 one not found."""
+        return self._fetch(self._compare_call(traceset_id, baseline_id))
+
+    def compare_ranks(self, traceset_id: str, baseline_id: str) -> Iterator[CompareRank]:
+        """Every rank of ``compare``, in rank order, page after page."""
+        return self._items(lambda c: self._compare_ranks_call(traceset_id, baseline_id, c))
+
+    def compare_kernels(self, traceset_id: str, baseline_id: str) -> Iterator[CompareKernel]:
+        """Every kernel of ``compare``, by absolute difference in time, page after page."""
+        return self._items(lambda c: self._compare_kernels_call(traceset_id, baseline_id, c))
+
+    def compare_operators(
+        self, traceset_id: str, baseline_id: str, step: Step = "all"
+    ) -> Iterator[CompareOperator]:
+        """Each operator and kernel name's count and time on both sides, as HTA's
+        ``TraceDiff.compare_traces``, by absolute difference in time: over every profiled
+        step of every rank (``step="all"``), or the first step of each side's first rank
+        (``"first"``, HTA's defaults); page after page."""
+        return self._items(
+            lambda c: self._compare_operators_call(traceset_id, baseline_id, step, c)
+        )
+
+    def _items(self, page: Callable[[str | None], Call[P]]) -> Iterator[Any]:
+        """The items of every page, each page fetched when the one before is used up."""
+        cursor = None
+        while True:
+            answer = self._fetch(page(cursor))
+            yield from answer.items
+            if (cursor := answer.nextCursor) is None:
+                return
 
     def promote_traceset(
         self, traceset_id: str, workload_metadata: protocol.Metadata | None = None
