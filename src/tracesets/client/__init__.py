@@ -18,9 +18,9 @@ from tracesets.client.progress import FilesCallback, ProgressCallback
 if TYPE_CHECKING:
     from tracesets.client.asynchronous import AsyncClient
     from tracesets.client.models import (
-        CompareKernel,
-        CompareOperator,
-        CompareRank,
+        ComparedKernel,
+        ComparedOperator,
+        ComparedRank,
         Comparison,
         PartTarget,
         PromotedTraceset,
@@ -38,9 +38,9 @@ __all__ = [
     "AsyncClient",
     "Client",
     "ClientError",
-    "CompareKernel",
-    "CompareOperator",
-    "CompareRank",
+    "ComparedKernel",
+    "ComparedOperator",
+    "ComparedRank",
     "Comparison",
     "DownloadSummary",
     "FilesCallback",
@@ -63,9 +63,9 @@ _LAZY = {
     "RetryPolicy": "tracesets.client.retry",
     **dict.fromkeys(
         (
-            "CompareKernel",
-            "CompareOperator",
-            "CompareRank",
+            "ComparedKernel",
+            "ComparedOperator",
+            "ComparedRank",
             "Comparison",
             "PartTarget",
             "PromotedTraceset",

@@ -31,9 +31,9 @@ from tracesets.client.files import (
     collect,
 )
 from tracesets.client.models import (
-    CompareKernel,
-    CompareOperator,
-    CompareRank,
+    ComparedKernel,
+    ComparedOperator,
+    ComparedRank,
     Comparison,
     PromotedTraceset,
     Traceset,
@@ -273,15 +273,15 @@ class AsyncClient(AwaitingIO):
         """``Client.compare``: the headline, the first page of ranks and of kernels."""
         return await self._fetch(self._compare_call(traceset_id, baseline_id))
 
-    def compare_ranks(self, traceset_id: str, baseline_id: str) -> AsyncIterator[CompareRank]:
+    def compare_ranks(self, traceset_id: str, baseline_id: str) -> AsyncIterator[ComparedRank]:
         return self._items(lambda c: self._compare_ranks_call(traceset_id, baseline_id, c))
 
-    def compare_kernels(self, traceset_id: str, baseline_id: str) -> AsyncIterator[CompareKernel]:
+    def compare_kernels(self, traceset_id: str, baseline_id: str) -> AsyncIterator[ComparedKernel]:
         return self._items(lambda c: self._compare_kernels_call(traceset_id, baseline_id, c))
 
     def compare_operators(
         self, traceset_id: str, baseline_id: str, step: Step = "all"
-    ) -> AsyncIterator[CompareOperator]:
+    ) -> AsyncIterator[ComparedOperator]:
         """``Client.compare_operators``: ``step`` "all" or "first" (HTA's defaults)."""
         return self._items(
             lambda c: self._compare_operators_call(traceset_id, baseline_id, step, c)

@@ -41,9 +41,9 @@ from tracesets.version import __version__
 
 if TYPE_CHECKING:
     from tracesets.client.models import (
-        CompareKernelPage,
-        CompareOperatorPage,
-        CompareRankPage,
+        ComparedKernelsPage,
+        ComparedOperatorsPage,
+        ComparedRanksPage,
         Comparison,
         TracesetList,
         Usage,
@@ -203,31 +203,31 @@ class Calls:
 
     def _compare_ranks_call(
         self, traceset_id: str, baseline_id: str, cursor: str | None
-    ) -> Call[CompareRankPage]:
-        from tracesets.client.models import CompareRankPage
+    ) -> Call[ComparedRanksPage]:
+        from tracesets.client.models import ComparedRanksPage
 
         path = protocol.compare_path(traceset_id, baseline_id, "ranks")
         what = "compare ranks"
-        return Call("GET", path, what, reading(CompareRankPage, what), params=_cursor(cursor))
+        return Call("GET", path, what, reading(ComparedRanksPage, what), params=_cursor(cursor))
 
     def _compare_kernels_call(
         self, traceset_id: str, baseline_id: str, cursor: str | None
-    ) -> Call[CompareKernelPage]:
-        from tracesets.client.models import CompareKernelPage
+    ) -> Call[ComparedKernelsPage]:
+        from tracesets.client.models import ComparedKernelsPage
 
         path = protocol.compare_path(traceset_id, baseline_id, "kernels")
         what = "compare kernels"
-        return Call("GET", path, what, reading(CompareKernelPage, what), params=_cursor(cursor))
+        return Call("GET", path, what, reading(ComparedKernelsPage, what), params=_cursor(cursor))
 
     def _compare_operators_call(
         self, traceset_id: str, baseline_id: str, step: Step, cursor: str | None
-    ) -> Call[CompareOperatorPage]:
-        from tracesets.client.models import CompareOperatorPage
+    ) -> Call[ComparedOperatorsPage]:
+        from tracesets.client.models import ComparedOperatorsPage
 
         path = protocol.compare_path(traceset_id, baseline_id, "operators")
         what = "compare operators"
         params = {"step": step, **_cursor(cursor)}
-        return Call("GET", path, what, reading(CompareOperatorPage, what), params=params)
+        return Call("GET", path, what, reading(ComparedOperatorsPage, what), params=params)
 
     def _file_call(self, traceset_id: str, name: str) -> Call[httpx.URL]:
         """Where a file's bytes are: the service answers a redirect to a signed URL."""

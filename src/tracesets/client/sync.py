@@ -41,9 +41,9 @@ from tracesets.vocabulary import DEFAULT_SORT, ListFilters, Sort
 
 if TYPE_CHECKING:
     from tracesets.client.models import (
-        CompareKernel,
-        CompareOperator,
-        CompareRank,
+        ComparedKernel,
+        ComparedOperator,
+        ComparedRank,
         Comparison,
         PromotedTraceset,
         Traceset,
@@ -377,17 +377,17 @@ class Client(BlockingIO):
         inspected, 404 one not found."""
         return self._fetch(self._compare_call(traceset_id, baseline_id))
 
-    def compare_ranks(self, traceset_id: str, baseline_id: str) -> Iterator[CompareRank]:
+    def compare_ranks(self, traceset_id: str, baseline_id: str) -> Iterator[ComparedRank]:
         """Every rank of ``compare``, in rank order, page after page."""
         return self._items(lambda c: self._compare_ranks_call(traceset_id, baseline_id, c))
 
-    def compare_kernels(self, traceset_id: str, baseline_id: str) -> Iterator[CompareKernel]:
+    def compare_kernels(self, traceset_id: str, baseline_id: str) -> Iterator[ComparedKernel]:
         """Every kernel of ``compare``, by absolute difference in time, page after page."""
         return self._items(lambda c: self._compare_kernels_call(traceset_id, baseline_id, c))
 
     def compare_operators(
         self, traceset_id: str, baseline_id: str, step: Step = "all"
-    ) -> Iterator[CompareOperator]:
+    ) -> Iterator[ComparedOperator]:
         """Each operator and kernel name's count and time on both sides, as HTA's
         ``TraceDiff.compare_traces``, by absolute difference in time: over every profiled
         step of every rank (``step="all"``), or the first step of each side's first rank

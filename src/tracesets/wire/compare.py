@@ -1,8 +1,4 @@
-"""The shapes of a comparison of two inspected tracesets: a traceset against its baseline.
-
-Every figure comes from what the two inspections stored; a difference is the traceset's
-figure less the baseline's, so a positive ``diffUs`` is time the traceset spends more.
-"""
+"""The shapes of a comparison of two tracesets (GET …/{id}/compare/{baselineId})."""
 
 from __future__ import annotations
 
@@ -13,73 +9,69 @@ from pydantic import BaseModel, Field
 from tracesets.wire.inspection import Figure
 
 
-class RankDiff(BaseModel):
-    """The traceset's temporal breakdown less the baseline's (µs, and points of kernel time)."""
+class Contributor(BaseModel):
+    kind: Literal["kernel", "operator"]
+    name: str
+    diffUs: Figure = Field(description="Its time in the traceset less its time in the baseline.")
 
+
+class Headline(BaseModel):
+    """The medians over ranks of each side (the list's figures) and how they differ."""
+
+    stepMs: Figure | None = Field(description="The median over ranks of the median step.")
+    baselineStepMs: Figure | None
+    stepRatio: Figure | None = Field(description="stepMs / baselineStepMs, four decimals.")
+    gpuIdlePct: Figure | None
+    baselineGpuIdlePct: Figure | None
+    gpuIdleDiffPct: Figure | None = Field(description="In points, two decimals.")
+    commOverlapPct: Figure | None
+    baselineCommOverlapPct: Figure | None
+    commOverlapDiffPct: Figure | None = Field(description="In points, two decimals.")
+    contributors: list[Contributor] = Field(
+        description="The (at most) three kernels or operators whose time changed most."
+    )
+
+
+class RankBreakdown(BaseModel):
     idleUs: Figure | None
     computeUs: Figure | None
     nonComputeUs: Figure | None
     idlePct: Figure | None
     computePct: Figure | None
     nonComputePct: Figure | None
+    stepMs: Figure | None = Field(description="The rank's median step.")
 
 
-class RankBreakdown(RankDiff):
-    """One side's rank: its temporal breakdown (nulls without GPU events) and median step."""
+class RankDifference(BaseModel):
+    idleUs: Figure | None
+    computeUs: Figure | None
+    nonComputeUs: Figure | None
+    idlePct: Figure | None = Field(description="In points.")
+    computePct: Figure | None
+    nonComputePct: Figure | None
 
-    stepMs: Figure | None
 
-
-class CompareRank(BaseModel):
+class ComparedRank(BaseModel):
     rank: int
-    present: Literal["both", "traceset", "baseline"] = Field(
-        description="Which side has a trace of this rank."
-    )
+    present: Literal["both", "traceset", "baseline"]
     traceset: RankBreakdown | None
     baseline: RankBreakdown | None
-    diff: RankDiff | None = Field(description="null unless both sides have the rank.")
-    stepRatio: Figure | None = Field(description="The traceset's median step over the baseline's.")
-
-
-class Contributor(BaseModel):
-    kind: Literal["kernel", "operator"]
-    name: str
-    diffUs: Figure
-
-
-class CompareHeadline(BaseModel):
-    """Medians over ranks of each rank's median step, and the inspections' aggregates."""
-
-    stepMs: Figure | None
-    baselineStepMs: Figure | None
+    diff: RankDifference | None = Field(description="Traceset less baseline; null unless both.")
     stepRatio: Figure | None
-    gpuIdlePct: Figure | None
-    baselineGpuIdlePct: Figure | None
-    gpuIdleDiffPct: Figure | None
-    commOverlapPct: Figure | None
-    baselineCommOverlapPct: Figure | None
-    commOverlapDiffPct: Figure | None
-    contributors: list[Contributor] = Field(
-        description="The three kernels or operators of the largest absolute difference."
-    )
 
 
-class CompareKernel(BaseModel):
-    """A kernel of either side's top kernels, summed over ranks."""
-
+class ComparedKernel(BaseModel):
     name: str
-    type: str
+    type: str = Field(description="COMPUTATION, COMMUNICATION or MEMORY.")
     count: int
     baselineCount: int
-    sumUs: Figure
+    sumUs: Figure = Field(description="Summed over the ranks listing it among topKernels.")
     baselineSumUs: Figure
     diffUs: Figure
 
 
-class CompareOperator(BaseModel):
-    """An operator or kernel name's events on each side, as HTA's ``compare_traces``."""
-
-    name: str
+class ComparedOperator(BaseModel):
+    name: str = Field(description="An operator's or kernel's name, as the traces write it.")
     baselineCount: int
     baselineTotalUs: Figure
     count: int
@@ -89,31 +81,35 @@ class CompareOperator(BaseModel):
 
 
 class Comparison(BaseModel):
-    """A traceset against a baseline: the headline, the first page of ranks and kernels."""
-
     tracesetId: str
     baselineId: str
-    rankCount: int | None
-    baselineRankCount: int | None
+    rankCount: int = Field(description="Ranks with figures in the traceset.")
+    baselineRankCount: int
     perRankCompared: bool = Field(description="false when the rank counts differ.")
-    perRankNote: str | None = Field(description="Why the per-rank rows are omitted, if they are.")
-    headline: CompareHeadline
-    ranks: list[CompareRank]
-    ranksNextCursor: str | None
-    kernels: list[CompareKernel]
-    kernelsNextCursor: str | None
+    perRankNote: str | None = Field(description="Why ranks is empty, when it is.")
+    headline: Headline
+    ranks: list[ComparedRank] = Field(description="By rank, the first 256.")
+    ranksNextCursor: str | None = Field(
+        description="Pass as `cursor` to GET …/compare/{baselineId}/ranks for the rest."
+    )
+    kernels: list[ComparedKernel] = Field(
+        description="Both sides' top kernels, by absolute diffUs, the first 100."
+    )
+    kernelsNextCursor: str | None = Field(
+        description="Pass as `cursor` to GET …/compare/{baselineId}/kernels for the rest."
+    )
 
 
-class CompareRankPage(BaseModel):
-    items: list[CompareRank]
+class ComparedRanksPage(BaseModel):
+    items: list[ComparedRank]
     nextCursor: str | None
 
 
-class CompareKernelPage(BaseModel):
-    items: list[CompareKernel]
+class ComparedKernelsPage(BaseModel):
+    items: list[ComparedKernel]
     nextCursor: str | None
 
 
-class CompareOperatorPage(BaseModel):
-    items: list[CompareOperator]
+class ComparedOperatorsPage(BaseModel):
+    items: list[ComparedOperator]
     nextCursor: str | None
