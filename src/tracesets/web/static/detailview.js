@@ -1,7 +1,8 @@
-// One traceset: its facts first, then what inspecting its traces found, its metadata and
-// Promote, and last its files, a page at a time (there may be 100,000 of them).
+// One traceset: its facts first, then what inspecting its traces found, Compare with…, its
+// metadata and Promote, and last its files, a page at a time (there may be 100,000 of them).
 
 import { call, session } from './api.js';
+import { compareSection } from './comparepick.js';
 import { filesSection } from './filetable.js';
 import { formatBytes, formatCount, h, plural, replace, statusBadge, timeElement } from './dom.js';
 import { inspectionSection } from './inspection.js';
@@ -95,5 +96,5 @@ function render(main, answer) {
   const promotion = promotionSection(answer, promoted);
   const top = header(promotion);
   top.show(t);
-  replace(main, backLink(), ...top.nodes, inspection, promotion, filesSection(t, t.inspection));
+  replace(main, backLink(), ...top.nodes, inspection, compareSection(t), promotion, filesSection(t, t.inspection));
 }
