@@ -23,6 +23,7 @@ from tracesets import web
 from tracesets.api import (
     access,
     blobs,
+    compare_routes,
     front,
     health,
     hot,
@@ -308,6 +309,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(access.router)
     app.include_router(usage.router)
     app.include_router(routes.router)
+    app.include_router(compare_routes.router)
     app.include_router(blobs.router)
     app.include_router(web.router)
     hot.serve_hot_routes(app.router.routes, routes.router, blobs.router)

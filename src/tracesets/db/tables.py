@@ -60,6 +60,8 @@ tracesets = Table(
     Column("workload_family", Text, nullable=True),
     Column("workload_name", Text, nullable=True),
     Column("global_batch_size", BigInteger, nullable=True),
+    # The traceset upload-url named to compare with (migration 0014).
+    Column("baseline_id", String(32), nullable=True),
 )
 
 idempotency_keys = Table(
@@ -116,6 +118,9 @@ inspections = Table(
     Column("comm_overlap_pct", Double, nullable=True),
     Column("step_ms", Double, nullable=True),
     Column("has_stragglers", Boolean, nullable=True),
+    # Done: the traceset compared with (named, or chosen), and whether it regressed (0014)
+    Column("baseline_id", String(32), nullable=True),
+    Column("regressed", Boolean, nullable=True),
 )
 
 #: Every trace's figures, for the paged per-rank route (the inspection shows the first).
@@ -130,6 +135,24 @@ inspection_ranks = Table(
     ),
     Column("position", Integer, primary_key=True),  # by rank; traces without a rank last
     Column("figures", Text, nullable=False),  # JSON: one per-rank object
+)
+
+#: Each operator and kernel name's count and time, summed over ranks (migration 0014).
+inspection_operators = Table(
+    "inspection_operators",
+    metadata,
+    Column(
+        "traceset_seq",
+        Seq,
+        ForeignKey("inspections.traceset_seq", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("position", Integer, primary_key=True),  # largest total time first
+    Column("name", Text, nullable=False),
+    Column("count", BigInteger, nullable=False),  # every profiled step of every rank
+    Column("total_us", Double, nullable=False),
+    Column("first_count", BigInteger, nullable=False),  # the first step of the first rank
+    Column("first_total_us", Double, nullable=False),
 )
 
 #: An inspection's primary files, each claimed on its own (migration 0008).

@@ -17,6 +17,7 @@ from tracesets import jsontext, promotion
 from tracesets.db import file_rows, listing, queries
 from tracesets.problems import Conflict, InvalidRequest, NotFound, Problem
 from tracesets.records import StoredFile, Traceset
+from tracesets.service.comparisons import Comparisons
 from tracesets.service.completion import Completion
 from tracesets.service.core import (
     ANSWER_FILES,
@@ -100,7 +101,7 @@ def rank_page_of(rows: list[tuple[int, str]], limit: int) -> tuple[list[str], st
     return kept, None
 
 
-class TracesetService(Uploads, Completion):
+class TracesetService(Uploads, Completion, Comparisons):
     """Every use case on tracesets, one object the routes hold."""
 
     def rank_page(

@@ -38,6 +38,10 @@ class CursorKind(StrEnum):
     RANKS = "r1"
     #: The list of tracesets sorted by a figure (``sort=``).
     SORTED = "s1"
+    #: A comparison's rows: its ranks, its kernels, its operators (GET …/compare/…).
+    COMPARED_RANKS = "cr1"
+    COMPARED_KERNELS = "ck1"
+    COMPARED_OPERATORS = "co1"
 
     @property
     def most(self) -> int:

@@ -23,6 +23,12 @@ from tracesets.wire.answers import (
     Usage,
     Whoami,
 )
+from tracesets.wire.compare import (
+    ComparedKernelsPage,
+    ComparedOperatorsPage,
+    ComparedRanksPage,
+    Comparison,
+)
 from tracesets.wire.inspection import (
     CollectiveCount,
     Figure,
@@ -53,6 +59,10 @@ __all__ = [
     "RANK_COUNT_RULES",
     "AddFilesRequest",
     "CollectiveCount",
+    "ComparedKernelsPage",
+    "ComparedOperatorsPage",
+    "ComparedRanksPage",
+    "Comparison",
     "Figure",
     "FileCheck",
     "FileList",
