@@ -46,6 +46,7 @@ from tracesets.client.models import (
     Whoami,
 )
 from tracesets.client.progress import FilesCallback, ProgressCallback
+from tracesets.client.protocol import COMPARE_PAGE_MAX
 from tracesets.client.retry import RetryPolicy
 from tracesets.client.state import UploadState
 from tracesets.client.steps import Call
@@ -273,19 +274,35 @@ class AsyncClient(AwaitingIO):
         """``Client.compare``: the headline, the first page of ranks and of kernels."""
         return await self._fetch(self._compare_call(traceset_id, baseline_id))
 
-    def compare_ranks(self, traceset_id: str, baseline_id: str) -> AsyncIterator[ComparedRank]:
-        return self._items(lambda c: self._compare_ranks_call(traceset_id, baseline_id, c))
+    async def compare_ranks(
+        self, traceset_id: str, baseline_id: str, *, page_size: int = COMPARE_PAGE_MAX
+    ) -> AsyncIterator[ComparedRank]:
+        async for item in self._items(
+            lambda c: self._compare_ranks_call(traceset_id, baseline_id, c, page_size)
+        ):
+            yield item
 
-    def compare_kernels(self, traceset_id: str, baseline_id: str) -> AsyncIterator[ComparedKernel]:
-        return self._items(lambda c: self._compare_kernels_call(traceset_id, baseline_id, c))
+    async def compare_kernels(
+        self, traceset_id: str, baseline_id: str, *, page_size: int = COMPARE_PAGE_MAX
+    ) -> AsyncIterator[ComparedKernel]:
+        async for item in self._items(
+            lambda c: self._compare_kernels_call(traceset_id, baseline_id, c, page_size)
+        ):
+            yield item
 
-    def compare_operators(
-        self, traceset_id: str, baseline_id: str, step: Step = "all"
+    async def compare_operators(
+        self,
+        traceset_id: str,
+        baseline_id: str,
+        step: Step = "all",
+        *,
+        page_size: int = COMPARE_PAGE_MAX,
     ) -> AsyncIterator[ComparedOperator]:
         """``Client.compare_operators``: ``step`` "all" or "first" (HTA's defaults)."""
-        return self._items(
-            lambda c: self._compare_operators_call(traceset_id, baseline_id, step, c)
-        )
+        async for item in self._items(
+            lambda c: self._compare_operators_call(traceset_id, baseline_id, step, c, page_size)
+        ):
+            yield item
 
     async def _items(self, page: Callable[[str | None], Call[P]]) -> AsyncIterator[Any]:
         cursor = None

@@ -202,31 +202,33 @@ class Calls:
         return Call("GET", path, "compare", reading(Comparison, "compare"))
 
     def _compare_ranks_call(
-        self, traceset_id: str, baseline_id: str, cursor: str | None
+        self, traceset_id: str, baseline_id: str, cursor: str | None, size: int
     ) -> Call[ComparedRanksPage]:
         from tracesets.client.models import ComparedRanksPage
 
         path = protocol.compare_path(traceset_id, baseline_id, "ranks")
         what = "compare ranks"
-        return Call("GET", path, what, reading(ComparedRanksPage, what), params=_cursor(cursor))
+        return Call("GET", path, what, reading(ComparedRanksPage, what), params=_page(cursor, size))
 
     def _compare_kernels_call(
-        self, traceset_id: str, baseline_id: str, cursor: str | None
+        self, traceset_id: str, baseline_id: str, cursor: str | None, size: int
     ) -> Call[ComparedKernelsPage]:
         from tracesets.client.models import ComparedKernelsPage
 
         path = protocol.compare_path(traceset_id, baseline_id, "kernels")
         what = "compare kernels"
-        return Call("GET", path, what, reading(ComparedKernelsPage, what), params=_cursor(cursor))
+        return Call(
+            "GET", path, what, reading(ComparedKernelsPage, what), params=_page(cursor, size)
+        )
 
     def _compare_operators_call(
-        self, traceset_id: str, baseline_id: str, step: Step, cursor: str | None
+        self, traceset_id: str, baseline_id: str, step: Step, cursor: str | None, size: int
     ) -> Call[ComparedOperatorsPage]:
         from tracesets.client.models import ComparedOperatorsPage
 
         path = protocol.compare_path(traceset_id, baseline_id, "operators")
         what = "compare operators"
-        params = {"step": step, **_cursor(cursor)}
+        params = {"step": step, **_page(cursor, size)}
         return Call("GET", path, what, reading(ComparedOperatorsPage, what), params=params)
 
     def _file_call(self, traceset_id: str, name: str) -> Call[httpx.URL]:
@@ -310,6 +312,7 @@ class Calls:
             interval = min(interval * 1.5, 2.0)
 
 
-def _cursor(cursor: str | None) -> Params:
-    """A page's query: the service's own page size, from ``cursor`` on when given."""
-    return {} if cursor is None else {"cursor": cursor}
+def _page(cursor: str | None, size: int) -> Params:
+    """A page's query: ``size`` rows (within the routes' bounds), from ``cursor`` on."""
+    limit = max(1, min(protocol.COMPARE_PAGE_MAX, size))
+    return {"limit": limit} if cursor is None else {"limit": limit, "cursor": cursor}

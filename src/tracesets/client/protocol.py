@@ -49,6 +49,8 @@ USAGE: Final = "/api/v1/usage"
 COMPLETE_TIMEOUT: Final = 900.0
 #: Files asked for a page of the files route (its largest page).
 FILES_PAGE: Final = FILES_PAGE_MAX
+#: The largest page of a comparison's ranks, kernels or operators.
+COMPARE_PAGE_MAX: Final = 1000
 
 Model = TypeVar("Model", bound="pydantic.BaseModel")
 A = TypeVar("A")

@@ -32,6 +32,7 @@ from tracesets.client.files import (
 )
 from tracesets.client.plainhttp import PlainHttp
 from tracesets.client.progress import FilesCallback, ProgressCallback
+from tracesets.client.protocol import COMPARE_PAGE_MAX
 from tracesets.client.retry import RetryPolicy
 from tracesets.client.state import UploadState
 from tracesets.client.steps import Call
@@ -377,23 +378,36 @@ class Client(BlockingIO):
         inspected, 404 one not found."""
         return self._fetch(self._compare_call(traceset_id, baseline_id))
 
-    def compare_ranks(self, traceset_id: str, baseline_id: str) -> Iterator[ComparedRank]:
+    def compare_ranks(
+        self, traceset_id: str, baseline_id: str, *, page_size: int = COMPARE_PAGE_MAX
+    ) -> Iterator[ComparedRank]:
         """Every rank of ``compare``, in rank order, page after page."""
-        return self._items(lambda c: self._compare_ranks_call(traceset_id, baseline_id, c))
+        return self._items(
+            lambda c: self._compare_ranks_call(traceset_id, baseline_id, c, page_size)
+        )
 
-    def compare_kernels(self, traceset_id: str, baseline_id: str) -> Iterator[ComparedKernel]:
+    def compare_kernels(
+        self, traceset_id: str, baseline_id: str, *, page_size: int = COMPARE_PAGE_MAX
+    ) -> Iterator[ComparedKernel]:
         """Every kernel of ``compare``, by absolute difference in time, page after page."""
-        return self._items(lambda c: self._compare_kernels_call(traceset_id, baseline_id, c))
+        return self._items(
+            lambda c: self._compare_kernels_call(traceset_id, baseline_id, c, page_size)
+        )
 
     def compare_operators(
-        self, traceset_id: str, baseline_id: str, step: Step = "all"
+        self,
+        traceset_id: str,
+        baseline_id: str,
+        step: Step = "all",
+        *,
+        page_size: int = COMPARE_PAGE_MAX,
     ) -> Iterator[ComparedOperator]:
         """Each operator and kernel name's count and time on both sides, as HTA's
         ``TraceDiff.compare_traces``, by absolute difference in time: over every profiled
         step of every rank (``step="all"``), or the first step of each side's first rank
         (``"first"``, HTA's defaults); page after page."""
         return self._items(
-            lambda c: self._compare_operators_call(traceset_id, baseline_id, step, c)
+            lambda c: self._compare_operators_call(traceset_id, baseline_id, step, c, page_size)
         )
 
     def _items(self, page: Callable[[str | None], Call[P]]) -> Iterator[Any]:
