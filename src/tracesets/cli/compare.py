@@ -52,11 +52,9 @@ def compare(
         OperatorStep | None,
         typer.Option(
             "--operators",
-            is_flag=False,
-            flag_value="all",
-            help="Print the per-operator table instead (as HTA's TraceDiff): 'all' "
-            "(the default) counts every profiled step of every rank, 'first' the first "
-            "step of each side's first rank.",
+            help="Print the per-operator table instead (as HTA's TraceDiff): 'all' counts "
+            "every profiled step of every rank, 'first' the first step of each side's "
+            "first rank (HTA's defaults).",
             show_default=False,
         ),
     ] = None,
@@ -83,6 +81,7 @@ def compare(
     for line in headline_lines(comparison):
         say(line)
     out = _stdout()
+    say("")
     if not comparison.perRankCompared:
         say(comparison.perRankNote or "per-rank rows omitted: the rank counts differ")
     elif comparison.ranks:
@@ -131,9 +130,6 @@ def headline_lines(comparison: Comparison) -> list[str]:
     ratio = head.stepRatio
     change = "" if ratio is None else f" ({(ratio - 1) * 100:+.1f} %)"
     ranks = f"{_count(comparison.rankCount)} ranks against {_count(comparison.baselineRankCount)}"
-    contributors = ", ".join(
-        f"{c.kind} {_cut(c.name)} {c.diffUs:+,.1f} µs" for c in head.contributors
-    )
     return [
         f"{comparison.tracesetId} against baseline {comparison.baselineId} ({ranks})",
         f"  median step   {_number(head.stepMs):>12} ms   baseline {_number(head.baselineStepMs):>12} ms"
@@ -142,7 +138,8 @@ def headline_lines(comparison: Comparison) -> list[str]:
         f"    {_number(head.gpuIdleDiffPct, sign=True)} points",
         f"  comm overlap  {_number(head.commOverlapPct):>12} %    baseline "
         f"{_number(head.baselineCommOverlapPct):>12} %    {_number(head.commOverlapDiffPct, sign=True)} points",
-        f"  most of the change: {contributors or 'none'}",
+        "  most of the change:" + ("" if head.contributors else " none"),
+        *(f"    {c.kind:<8} {c.diffUs:>+14,.1f} µs  {_cut(c.name)}" for c in head.contributors),
     ]  # fmt: skip
 
 
@@ -199,6 +196,7 @@ def _print_ranks(out: Console, ranks: Sequence[ComparedRank], *, every: bool) ->
         alone = [r.rank for r in ranks if r.present == side]
         if alone:
             say(f"ranks only the {side} has ({len(alone):,}): {ranks_list(alone)}")
+    say("")
 
 
 def _get(value: RankBreakdown | RankDifference | None, name: str) -> float | None:
