@@ -183,7 +183,7 @@ def _file_by_file(queue: Any, traceset: Any) -> bytes:
     )
     queue._inspect(next(batches))
     assert len(done) == len(primary), "a file was not read"
-    return join(traceset.rank_count, None, done)[1]
+    return join(traceset.rank_count, None, done).result
 
 
 def _pool_cpu(queue: Any) -> float:

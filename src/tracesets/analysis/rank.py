@@ -20,6 +20,7 @@ from tracesets.analysis.decoding import NO_ARGS, EventArgs, TraceEvent
 from tracesets.analysis.gpu import DEVICE_SYNCS, GpuTime, hta_interval
 from tracesets.analysis.kernel_stats import KERNEL_CATEGORIES, LAUNCHES, KernelStats
 from tracesets.analysis.kernels import GpuEvents
+from tracesets.analysis.operators import OperatorRow
 from tracesets.inspection.distributed import MAX_WHOLE, parse_ranks, whole_number
 
 #: HTA's ``ProfilerStepGroupingPattern``.
@@ -76,6 +77,7 @@ class RankAnalysis:
     collectives: list[GroupCollectives]
     problem: str | None = None
     kernels: KernelStats | None = None  # None with ``gpu``
+    operators: list[OperatorRow] = field(default_factory=list)
 
 
 _NUMBERS: Final = (int, float)

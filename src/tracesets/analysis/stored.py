@@ -22,6 +22,7 @@ from tracesets.analysis.kernel_stats import (
     LaunchStats,
     StreamIdle,
 )
+from tracesets.analysis.operators import OperatorRow
 from tracesets.analysis.rank import GroupCollectives, OpCount, RankAnalysis, Steps
 from tracesets.inspection.findings import FileFinding
 
@@ -57,6 +58,7 @@ def _trace(data: dict[str, Any]) -> TraceAnalysis:
         collectives=[_group(g) for g in a["collectives"]],
         problem=a["problem"],
         kernels=_kernels(a.get("kernels")),
+        operators=[OperatorRow(**o) for o in a.get("operators", ())],
     )
     return TraceAnalysis(data["file"], data["member"], analysis)
 

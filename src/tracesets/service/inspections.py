@@ -42,13 +42,12 @@ from typing import Final
 from sqlalchemy import Connection
 
 from tracesets import metrics
+from tracesets.db import comparing, queries
 from tracesets.db import inspection_files as claims
-from tracesets.db import queries
 from tracesets.db.engine import Database
 from tracesets.db.inspection_files import Claim
-from tracesets.performance import UNKNOWN
 from tracesets.service.batches import BatchReader, Outcome, Reading
-from tracesets.service.joined import failure_json, join_results
+from tracesets.service.joined import failed, join_results
 from tracesets.storage.base import BlobStore
 
 log = logging.getLogger("tracesets.inspection")
@@ -297,21 +296,21 @@ class InspectionQueue:
             joined = join_results(conn, seq)
         except Exception as exc:  # a bug of the analysis must not leave it pending forever
             log.exception("joining the files of inspection %d failed", seq)
-            joined = ("failed", failure_json(str(exc)), False, None, [], UNKNOWN)
+            joined = failed(str(exc))
         if joined is None:
             return False
-        status, result, ok, consistent, ranks, performance = joined
         queries.finish_inspection(
             conn,
             seq=seq,
-            status=status,
-            ok=ok,
-            result=result,
+            status=joined.status,
+            ok=joined.ok,
+            result=joined.result,
             now=_utcnow(),
-            consistent=consistent,
-            ranks=ranks,
-            performance=performance,
+            consistent=joined.consistent,
+            ranks=joined.ranks,
+            performance=joined.performance,
         )
+        comparing.record_operators(conn, seq=seq, rows=joined.operators)
         claims.checked(conn, seq=seq, owner=self.owner)
         return True
 

@@ -9,7 +9,7 @@ across ranks as ``tracesets inspect`` runs on local files.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Final
 
 import orjson
@@ -18,11 +18,13 @@ from sqlalchemy import Connection
 from tracesets.analysis import TraceAnalysis
 from tracesets.analysis import stored as stored_analysis
 from tracesets.analysis.checks import declared_parallelism
+from tracesets.analysis.operators import OperatorRow
 from tracesets.analysis.report import analyse_traceset
 from tracesets.db import inspection_files as claims
 from tracesets.inspection import FileFinding, summarize
 from tracesets.inspection.report import empty_json, result_json
 from tracesets.performance import UNKNOWN, Performance, of_ranks
+from tracesets.service.operators import traceset_operators
 
 #: How a failed inspection's one warning starts; its reason follows.
 FAILURE_PREFIX: Final = "The traces could not be inspected: "
@@ -32,7 +34,22 @@ def failure_json(reason: str) -> bytes:
     return empty_json([FAILURE_PREFIX + reason])
 
 
-Joined = tuple[str, bytes, bool | None, bool | None, list[bytes], Performance]
+@dataclass(frozen=True, slots=True)
+class Joined:
+    """An inspection's outcome: its status and JSON, its verdicts, every trace's figures
+    (JSON), their medians, and the traceset's operator rows."""
+
+    status: str
+    result: bytes
+    ok: bool | None
+    consistent: bool | None
+    ranks: list[bytes] = field(default_factory=list)
+    performance: Performance = UNKNOWN
+    operators: list[OperatorRow] = field(default_factory=list)
+
+
+def failed(reason: str) -> Joined:
+    return Joined("failed", failure_json(reason), False, None)
 
 
 def join_results(conn: Connection, seq: int) -> Joined | None:
@@ -56,7 +73,7 @@ def join(
     traces: list[TraceAnalysis] = []
     for name, status, result in results:
         if status == "failed":
-            return "failed", failure_json(f"{name}: {result}"), False, None, [], UNKNOWN
+            return failed(f"{name}: {result}")
         found, analysed = stored_analysis.loads(result)
         findings.extend(found)
         traces.extend(analysed)
@@ -69,11 +86,13 @@ def join(
         world_size=summary.world_size or rank_count,
     )
     summary = replace(summary, warnings=[*summary.warnings, *analysis.checks.warnings])
-    return (
+    rank_of = {finding.label: finding.rank for finding in findings}
+    return Joined(
         "done",
         result_json(summary, findings, analysis.inline()),
         not summary.warnings,
         not analysis.checks.warnings,
         [orjson.dumps(figures) for figures in analysis.ranks],
         of_ranks(analysis.ranks),
+        traceset_operators([(rank_of.get(t.label), t.analysis.operators) for t in traces]),
     )
