@@ -100,7 +100,7 @@ function headline(comparison, sides) {
     contributors.length
       ? h('div', {}, h('h3', {}, 'Most of the change'), h('ol', { class: 'contributors' },
         contributors.map((c) => h('li', {}, h('span', { class: 'muted' }, `${c.kind} `), h('code', {}, c.name),
-          ` ${signed(c.diffUs, 1, ' µs')}`))))
+          ` ${change(c.diffUs)}`))))
       : h('p', { class: 'muted' }, 'No kernel or operator changed.'));
 }
 
@@ -171,6 +171,11 @@ function ranksSection(comparison, sides) {
   return section;
 }
 
+/** A difference in time: "+2.69 ms", "−308 µs", "±0.0 µs". */
+function change(us) {
+  return `${us > 0 ? '+' : us < 0 ? '−' : '±'}${formatDuration(Math.abs(us))}`;
+}
+
 function kernelRow(kernel) {
   return h('tr', { 'data-kernel': kernel.name },
     cell('Kernel', { class: 'kernel-name' }, h('code', {}, kernel.name), h('span', { class: 'muted kernel-type' }, ` ${kernel.type.toLowerCase()}`)),
@@ -178,8 +183,7 @@ function kernelRow(kernel) {
     cell('Baseline count', { class: 'num' }, formatCount(kernel.baselineCount)),
     cell('Time', { class: 'num' }, formatDuration(kernel.sumUs)),
     cell('Baseline time', { class: 'num' }, formatDuration(kernel.baselineSumUs)),
-    cell('Difference', { class: `num ${kernel.diffUs > 0 ? 'slower' : kernel.diffUs < 0 ? 'faster' : ''}` },
-      `${kernel.diffUs > 0 ? '+' : kernel.diffUs < 0 ? '−' : '±'}${formatDuration(Math.abs(kernel.diffUs))}`));
+    cell('Difference', { class: `num ${kernel.diffUs > 0 ? 'slower' : kernel.diffUs < 0 ? 'faster' : ''}` }, change(kernel.diffUs)));
 }
 
 /** The kernels by absolute difference, a few at first; "Show more" reads on. */
