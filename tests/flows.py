@@ -25,12 +25,15 @@ def request_urls(
     *,
     name: str = "a traceset",
     with_sha: bool = True,
+    baseline: str | None = None,
 ) -> dict[str, Any]:
     body: dict[str, Any] = {
         "name": name,
         "files": [spec(n, d, with_sha=with_sha) for n, d in files.items()],
         "workloadMetadata": metadata,
     }
+    if baseline is not None:
+        body["baselineId"] = baseline
     answer = api.post("/api/v1/tracesets/upload-url", json=body)
     assert answer.status_code == 201, answer.text
     created: dict[str, Any] = answer.json()

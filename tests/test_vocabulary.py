@@ -90,6 +90,7 @@ def test_both_clients_send_every_filter() -> None:
         "comm_overlap_pct_min": 12.25,
         "step_ms_max": 950,
         "has_stragglers": True,
+        "regressed": False,
     }
     assert list(asked) == NAMES  # every filter of the vocabulary is asked for
     expected = {**ListFilter(**asked).query(), "limit": "7"}

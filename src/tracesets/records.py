@@ -86,6 +86,8 @@ class Traceset(TracesetHead):
     files: list[StoredFile]
     inspection: InspectionRecord | None = None
     counted: FileSummary | None = None
+    #: The traceset compared with: the one its inspection used, else the one it named.
+    baseline_id: str | None = None
 
     @property
     def file_summary(self) -> FileSummary:

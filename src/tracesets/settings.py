@@ -28,6 +28,8 @@
 | ``TRACESETS_INSPECT_IN_SERVICE`` | ``1`` | ``0``: service processes leave inspection to ``tracesets worker`` processes |
 | ``TRACESETS_INSPECTION_LEASE`` | ``60`` | seconds a dead process's claim on a file it was inspecting holds before another takes it over |
 | ``TRACESETS_INSPECT_FILE_CPU_SECONDS`` | ``300`` | CPU seconds reading one file may take (``0``: stop at the first check); past it the file is a finding |
+| ``TRACESETS_REGRESSION_STEP_PCT`` | ``5`` | a traceset whose median step is more than this % slower than its baseline's regressed |
+| ``TRACESETS_REGRESSION_IDLE_POINTS`` | ``5`` | … or whose GPU idle % is more than this many points higher |
 | ``TRACESETS_QUOTA_BYTES`` | none | bytes a workspace may hold, stored or declared in pending tracesets (413 beyond) |
 | ``TRACESETS_LOG_FORMAT`` | ``text`` | ``json``: one JSON object a line, one line a request (uvicorn's access line off) and a background event |
 | ``TRACESETS_METRICS`` | ``loopback`` | who may read ``/metrics``: ``loopback`` clients, ``token`` (the metrics scope), ``open``, or ``off`` (404) |
@@ -172,6 +174,8 @@ class Settings:
     inspect_in_service: bool = True
     inspection_lease: int = 60
     inspect_file_cpu_seconds: int = 300
+    regression_step_pct: float = 5.0
+    regression_idle_points: float = 5.0
     quota_bytes: int | None = None  # None: no quota
     log_format: str = "text"
     metrics: str = "loopback"
@@ -235,6 +239,8 @@ class Settings:
             inspect_in_service=_switch(env, "TRACESETS_INSPECT_IN_SERVICE", True),
             inspection_lease=_bounded(env, "TRACESETS_INSPECTION_LEASE", 60, 1, 86_400),
             inspect_file_cpu_seconds=file_cpu_seconds(env),
+            regression_step_pct=_positive_number(env, "TRACESETS_REGRESSION_STEP_PCT", 5.0),
+            regression_idle_points=_positive_number(env, "TRACESETS_REGRESSION_IDLE_POINTS", 5.0),
             quota_bytes=_whole_or_none(env, "TRACESETS_QUOTA_BYTES"),
             log_format=_choice(env, "TRACESETS_LOG_FORMAT", LOG_FORMATS),
             metrics=_choice(env, "TRACESETS_METRICS", METRICS_ACCESS),

@@ -30,7 +30,9 @@ _DRIVE: Final = re.compile(r"[A-Za-z]:")
 #: characters (U+1D160, 4 bytes, folds to 12), and the key is indexed (PostgreSQL's B-tree
 #: entries hold about 2,700 bytes).
 MAX_NAME_KEY_BYTES: Final = 2 * MAX_FILE_NAME_BYTES
-_MEMBERS: Final = frozenset({"name", "description", "files", "workloadMetadata"})
+_MEMBERS: Final = frozenset({"name", "description", "files", "workloadMetadata", "baselineId"})
+#: A traceset's id: 32 lowercase hex digits.
+_TRACESET_ID: Final = re.compile(r"[0-9a-f]{32}")
 _FILE_MEMBERS: Final = frozenset({"name", "size", "role", "sha256", "partSize", "partSha256"})
 MIN_PART_SIZE: Final = 5 * 1024**2  # S3's least part (but the last)
 MAX_PART_SIZE: Final = 5 * 1024**3  # S3's largest part
@@ -80,6 +82,7 @@ class UploadRequest:
     files: list[FileSpec]
     workload_metadata: bytes | None  # compact JSON text, stored and returned as is
     rank_count: int | None
+    baseline_id: str | None = None  # the traceset to compare with (the service checks it)
 
 
 def file_name_problem(name: str) -> str | None:
@@ -406,10 +409,29 @@ def read_upload_request(
         max_bytes=max_metadata_bytes,
     )
     problems.extend(metadata.problems)
+    baseline_id = body.get("baselineId")
+    if baseline_id is not None and not (
+        isinstance(baseline_id, str) and _TRACESET_ID.fullmatch(baseline_id)
+    ):
+        problems.append(
+            Problem(
+                "baselineId",
+                baseline_id,
+                f"baselineId must be a traceset's id (32 lowercase hex digits), or null; "
+                f"got {show(baseline_id)}",
+            )
+        )
     if problems:
         raise InvalidRequest.of(problems)
     assert isinstance(name, str)
-    return UploadRequest(name, description, files, metadata.serialized, metadata.rank_count)
+    return UploadRequest(
+        name,
+        description,
+        files,
+        metadata.serialized,
+        metadata.rank_count,
+        baseline_id if isinstance(baseline_id, str) else None,
+    )
 
 
 def read_file_additions(

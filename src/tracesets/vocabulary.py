@@ -159,6 +159,13 @@ FILTERS: Final[tuple[Filter, ...]] = (
         "true: inspected, and some rank straggles (see inspection.stragglers); false: "
         "inspected, with per-rank figures, and none does.",
     ),
+    Filter(
+        "regressed",
+        "boolean",
+        "Regressed",
+        "true: its inspection compared it with its baseline and found it slower or idler "
+        "(see inspection.regression); false: compared, and it did not regress.",
+    ),
 )
 
 
@@ -177,6 +184,7 @@ class ListFilters(TypedDict, total=False):
     comm_overlap_pct_min: float
     step_ms_max: float
     has_stragglers: bool
+    regressed: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,6 +203,7 @@ class ListFilter:
     comm_overlap_pct_min: float | None = None
     step_ms_max: float | None = None
     has_stragglers: bool | None = None
+    regressed: bool | None = None
 
     def given(self) -> dict[str, str | int | float | bool]:
         """The filters given, by name, in ``FILTERS`` order."""

@@ -105,12 +105,15 @@ class PlainFold(RankAccumulator):
                 stream,
                 event.get("cat") in KERNEL_CATEGORIES,
             )
+        step = STEP.match(name)
+        if stream < 0 and step is None:
+            self.operators.cpu(name, start, end - start)
         if on_gpu:
             return
         if correlation >= 0:
             self.gpu.add_launch(start, correlation, end - start if name in LAUNCHES else math.nan)
-        if name.startswith("ProfilerStep") and STEP.match(name):
-            self._step(name, start, dur)
+        if step is not None:
+            self._step(step, start, dur, end)
         elif name == COLLECTIVE_EVENT:
             self._plain_collective(args)
 

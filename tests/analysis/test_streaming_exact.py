@@ -39,7 +39,11 @@ TINY = {"window": 16, "buffer": 64, "fan_in": 3}
 def streamed_and_exact(
     events: list[Any], sizes: dict[str, int] = TINY
 ) -> tuple[GpuTime | None, GpuTime | None]:
-    streamed = RankAccumulator(gpu=GpuEvents(**sizes))
+    streamed = RankAccumulator(
+        gpu=GpuEvents(
+            window=sizes.get("window"), buffer=sizes.get("buffer"), fan_in=sizes.get("fan_in")
+        )
+    )
     streamed.add_all(typed(events))
     exact = RankAccumulator(gpu=ExactGpuIntervals())
     exact.add_all(typed(events))

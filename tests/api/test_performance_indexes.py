@@ -25,6 +25,7 @@ SEARCHES: list[tuple[ListFilter, Sort, str]] = [
     (ListFilter(comm_overlap_pct_min=95.0), "-created", "comm_overlap_pct"),
     (ListFilter(step_ms_max=40.0), "-created", "step_ms"),
     (ListFilter(has_stragglers=True), "-created", "has_stragglers"),
+    (ListFilter(regressed=True), "-created", "regressed"),
     (ListFilter(), "gpu_idle_pct", "gpu_idle_pct"),
     (ListFilter(), "-comm_overlap_pct", "comm_overlap_pct"),
     (ListFilter(), "step_ms", "step_ms"),
@@ -53,6 +54,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Database]:
                     "comm_overlap_pct": (i * 53) % 100,
                     "step_ms": 1 + (i * 7) % 200,
                     "has_stragglers": i % 10 == 1,
+                    "regressed": i % 10 == 3 if i % 4 == 1 else None,
                 }
                 for i, seq in enumerate(seqs)
                 if i % 2
@@ -63,7 +65,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Database]:
     database.dispose()
 
 
-@pytest.mark.parametrize("column", COLUMNS)
+@pytest.mark.parametrize("column", [*COLUMNS, "regressed"])
 def test_a_figure_index_holds_only_inspections_with_the_figure(db: Database, column: str) -> None:
     assert_partial_on(db, f"ix_inspections_workspace_{column}_seq", column)
 

@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.flows import RANKS_8, request_urls, send, spec, upload
+from tests.flows import RANKS_8, inspected, request_urls, send, spec, upload
 from tests.hardening.service import DOCUMENT, TOKEN, hardening_process
 from tests.hardening.stall import PATIENCE, connect, read_answer, stalled
 from tests.server import FRESH_CONNECTIONS, ServerProcess, uses_s3
@@ -65,6 +65,18 @@ class Reach:
         with self.api() as api:
             return str(upload(api, {"rank0.json": b"trace"}, RANKS_8, name="statuses")["id"])
 
+    def compared(self, route: str = "") -> str:
+        """The path comparing two inspected tracesets (``route``: one of its pages)."""
+        ours, theirs = self.ready(), self.ready()
+        with self.api() as api:
+            for traceset_id in (ours, theirs):
+                inspected(api, traceset_id)
+        return f"/api/v1/tracesets/{ours}/compare/{theirs}{route}"
+
+    def compared_with_itself(self, route: str) -> str:
+        traceset_id = self.ready()
+        return f"/api/v1/tracesets/{traceset_id}/compare/{traceset_id}{route}"
+
     def pending(self) -> str:
         with self.api() as api:
             return str(request_urls(api, {"rank0.json": b"trace"}, RANKS_8)["tracesetId"])
@@ -107,6 +119,13 @@ STRAINED = {
 }
 
 Request = tuple[str, str, dict[str, Any]]  # method, path, httpx keyword arguments
+#: The comparison's operations, by the route each pages under its path.
+COMPARED = {
+    "compare_tracesets": "",
+    "compare_ranks": "/ranks",
+    "compare_kernels": "/kernels",
+    "compare_operators": "/operators",
+}
 
 #: A request each operation answers with success, given a traceset that fits it.
 ROUTES: dict[str, Callable[[Reach], Request]] = {
@@ -125,6 +144,10 @@ ROUTES: dict[str, Callable[[Reach], Request]] = {
     "get_traceset": lambda r: ("GET", f"/api/v1/tracesets/{r.ready()}", {}),
     "list_rank_figures": lambda r: ("GET", f"/api/v1/tracesets/{r.ready()}/ranks", {}),
     "delete_traceset": lambda r: ("DELETE", f"/api/v1/tracesets/{r.ready()}", {}),
+    "compare_tracesets": lambda r: ("GET", r.compared(), {}),
+    "compare_ranks": lambda r: ("GET", r.compared("/ranks"), {}),
+    "compare_kernels": lambda r: ("GET", r.compared("/kernels"), {}),
+    "compare_operators": lambda r: ("GET", r.compared("/operators"), {}),
     "list_tracesets": lambda r: ("GET", "/api/v1/tracesets", {}),
     "promote_traceset": lambda r: ("POST", f"/api/v1/tracesets/{r.ready()}/promote", {"json": {}}),
     "download_file": lambda r: ("GET", f"/api/v1/tracesets/{r.ready()}/files/rank0.json", {}),
@@ -147,6 +170,10 @@ OTHER_SCOPE = {
     "get_upload_status": "promote",
     "get_traceset": "promote",
     "list_rank_figures": "promote",
+    "compare_tracesets": "promote",
+    "compare_ranks": "promote",
+    "compare_kernels": "promote",
+    "compare_operators": "promote",
     "list_tracesets": "promote",
     "download_file": "promote",
     "list_files": "promote",
@@ -360,6 +387,17 @@ TABLE: dict[tuple[str, int], Callable[[Reach], httpx.Response]] = {
     ("list_rank_figures", 400): lambda r: _send(
         r, ("GET", f"/api/v1/tracesets/{r.ready()}/ranks?cursor=nope", {})
     ),
+    **{
+        (operation, status): reaching
+        for operation, route in COMPARED.items()
+        for status, reaching in {
+            200: lambda r, o=operation: _send(r, ROUTES[o](r)),
+            400: lambda r, route=route: _send(r, ("GET", r.compared_with_itself(route), {})),
+            409: lambda r, route=route: _send(
+                r, ("GET", f"/api/v1/tracesets/{r.pending()}/compare/{r.ready()}{route}", {})
+            ),
+        }.items()
+    },
     ("list_tracesets", 200): lambda r: _send(r, ROUTES["list_tracesets"](r)),
     ("list_tracesets", 400): lambda r: _send(r, ("GET", "/api/v1/tracesets?limit=0", {})),
     ("promote_traceset", 200): lambda r: _send(r, ROUTES["promote_traceset"](r)),

@@ -12,6 +12,7 @@ with the figures of the events read before it; a failure of the source is raised
 
 from __future__ import annotations
 
+import dataclasses
 import io
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -94,14 +95,7 @@ def _declared_groups(outside: Outside, analysis: RankAnalysis) -> RankAnalysis:
         if group.ranks is None and size == 1:
             group.ranks = []
     collectives = sorted(groups.values(), key=lambda g: g.name)
-    return RankAnalysis(
-        analysis.events,
-        analysis.steps,
-        analysis.gpu,
-        collectives,
-        analysis.problem,
-        analysis.kernels,
-    )
+    return dataclasses.replace(analysis, collectives=collectives)
 
 
 def analyze_stream(stream: Readable, block: int | None = None) -> RankAnalysis:

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
     from tracesets.analysis.kernel_stats import KernelFold, KernelStats
+    from tracesets.analysis.operators import OperatorCounter
 
 COMMUNICATION: Final = 0
 MEMORY: Final = 1
@@ -102,7 +103,10 @@ Record = tuple[float, ...]
 
 
 def sweep(  # noqa: PLR0915 (one loop, run once per GPU event: no call it could save)
-    records: Iterable[Record], last_step: float | None, fold: KernelFold
+    records: Iterable[Record],
+    last_step: float | None,
+    fold: KernelFold,
+    operators: OperatorCounter | None = None,
 ) -> tuple[GpuTime, KernelStats] | None:
     """The breakdown of ``(start, end, key, code, ...)`` records sorted by start, in one
     pass; each record counted is also given to ``fold`` (``kernel_stats``).
@@ -126,10 +130,13 @@ def sweep(  # noqa: PLR0915 (one loop, run once per GPU event: no call it could 
     count = 0
     first = now = group_start = group_end = reach_all = busy = 0.0
     add = fold.add
+    count_gpu = operators.gpu if operators is not None else None
     for start, end, key, flags, name, stream, call in records:
+        code = int(flags)  # records read back from a spill are floats
+        if count_gpu is not None and stream > 0:
+            count_gpu(key, code, int(name), end - start)
         if not (key < limit or everything):
             continue
-        code = int(flags)  # records read back from a spill are floats
         add(start, end, key, code, int(name), int(stream), call)
         kind = code & 3
         if count == 0:

@@ -25,6 +25,7 @@ from typing import Final
 
 from tracesets.analysis.gpu import GpuTime, kernel_kind, sweep
 from tracesets.analysis.kernel_stats import IN_KERNEL_CATEGORY, LAUNCHED, KernelFold, KernelStats
+from tracesets.analysis.operators import OperatorCounter
 from tracesets.analysis.spill import Record, SortedRecords
 
 #: Launches, and events waiting for theirs, kept in memory: the last WINDOW to twice as
@@ -58,7 +59,12 @@ class GpuEvents:
     """The GPU events of one rank and the CPU events' correlations, seen once each."""
 
     def __init__(
-        self, *, window: int | None = None, buffer: int | None = None, fan_in: int | None = None
+        self,
+        *,
+        window: int | None = None,
+        buffer: int | None = None,
+        fan_in: int | None = None,
+        operators: OperatorCounter | None = None,
     ) -> None:
         self.window = WINDOW if window is None else window
         self._sizes = {"buffer": buffer, "fan_in": fan_in}
@@ -66,6 +72,9 @@ class GpuEvents:
         # and the flags of ``kernel_stats``, name a number of ``fold.name``
         self.records = SortedRecords(7, **self._sizes)
         self.fold = KernelFold()
+        self.operators = operators
+        if operators is not None:
+            operators.gpu_names = self.fold.names
         self.names: dict[str, tuple[int, int]] = {}  # name: (kind, number)
         # Both in insertion order; past twice the window, the older half leaves at once
         # (a dict rebuilt: taking a dict's oldest key one at a time skips the slots of
@@ -224,7 +233,7 @@ class GpuEvents:
         ``last_step`` (all if None)."""
         try:
             self._join_unmatched()
-            return sweep(self.records, last_step, self.fold)
+            return sweep(self.records, last_step, self.fold, self.operators)
         finally:
             self.close()
 

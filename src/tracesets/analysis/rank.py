@@ -20,7 +20,7 @@ from tracesets.analysis.decoding import NO_ARGS, EventArgs, TraceEvent
 from tracesets.analysis.gpu import DEVICE_SYNCS, GpuTime, hta_interval
 from tracesets.analysis.kernel_stats import KERNEL_CATEGORIES, LAUNCHES, KernelStats
 from tracesets.analysis.kernels import GpuEvents
-from tracesets.analysis.operators import OperatorRow
+from tracesets.analysis.operators import OperatorCounter, OperatorRow
 from tracesets.inspection.distributed import MAX_WHOLE, parse_ranks, whole_number
 
 #: HTA's ``ProfilerStepGroupingPattern``.
@@ -136,7 +136,8 @@ class RankAccumulator:
         self.first_step: str | None = None
         self.two_steps = False  # two differently named steps: HTA's filter applies
         self.last_step: float | None = None
-        self.gpu: GpuSink = GpuEvents() if gpu is None else gpu
+        self.operators = OperatorCounter()
+        self.gpu: GpuSink = GpuEvents(operators=self.operators) if gpu is None else gpu
         self.groups: dict[str, GroupCollectives] = {}
         #: A figure that would pass 64 bits, left uncounted: the figures are kept and
         #: served as JSON of 64-bit integers, and no real trace comes near.
@@ -156,6 +157,7 @@ class RankAccumulator:
         self.events += len(events)
         numbers = _NUMBERS
         add_gpu, add_launch = self.gpu.add_gpu, self.gpu.add_launch
+        count_cpu = self.operators.cpu
         for event in events:
             if type(event) is not TraceEvent:
                 continue
@@ -167,14 +169,6 @@ class RankAccumulator:
             name = event.name
             if type(name) is not str:
                 name = ""
-            # -1 (or -1.0) is what both read as when absent: then only the name counts
-            if (
-                stream == -1
-                and correlation == -1
-                and name not in _NAMED
-                and not name.startswith("ProfilerStep")
-            ):
-                continue
             cat, ts, dur = event.cat, event.ts, event.dur
             # (bools are ints to isinstance, not to type: True is no timestamp)
             if cat is None or cat == "Trace":
@@ -182,6 +176,18 @@ class RankAccumulator:
             start = ts if type(ts) in numbers else _number(ts)
             length = dur if type(dur) in numbers else _number(dur)
             if start is None or length is None:
+                continue
+            # -1 (or -1.0) is what both read as when absent: then only the name counts
+            if (
+                stream == -1
+                and correlation == -1
+                and name not in _NAMED
+                and not name.startswith("ProfilerStep")
+            ):
+                if type(start) is float:
+                    start, end = hta_interval(start, length, fractional=True)
+                    length = end - start
+                count_cpu(name, start, length)
                 continue
             if type(stream) is not int:
                 stream = _stream(stream)
@@ -201,16 +207,21 @@ class RankAccumulator:
                     stream,
                     cat in KERNEL_CATEGORIES,
                 )
+            step = STEP.match(name) if name.startswith("ProfilerStep") else None
+            if stream < 0 and step is None:
+                count_cpu(name, start, end - start)
             if on_gpu:
                 continue
             if correlation >= 0:
                 add_launch(start, correlation, end - start if name in LAUNCHES else math.nan)
-            if name.startswith("ProfilerStep") and STEP.match(name):
-                self._step(name, start, length)
+            if step is not None:
+                self._step(step, start, length, end)
             elif name == COLLECTIVE_EVENT:
                 self._collective(args)
 
-    def _step(self, name: str, ts: float, dur: float) -> None:
+    def _step(self, step: re.Match[str], ts: float, dur: float, end: float) -> None:
+        name = step.string
+        self.operators.step(int(step.group(1)), name, ts, end)
         if len(self.step_durations) < MAX_STEPS:
             self.step_durations.append(dur)
         if self.first_step is None:
@@ -281,5 +292,6 @@ class RankAccumulator:
             gpu=gpu,
             kernels=kernels,
             collectives=sorted(self.groups.values(), key=lambda g: g.name),
+            operators=self.operators.rows(),
             problem="; ".join(p for p in (problem, past_64_bits) if p) or None,
         )

@@ -58,6 +58,7 @@ from tracesets.service import tokens
 from tracesets.service.catalog import TracesetService
 from tracesets.service.core import Limits
 from tracesets.service.inspections import InspectionQueue
+from tracesets.service.regression import thresholds
 from tracesets.service.stores import open_store
 from tracesets.service.transfers import LocalTransfers
 from tracesets.settings import DEFAULT_WORKSPACE, Settings
@@ -262,7 +263,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         inspections: InspectionQueue | None = None
         if settings.inspect_in_service:
             queue = inspections = InspectionQueue(
-                service.db, service.store, lease=timedelta(seconds=settings.inspection_lease)
+                service.db,
+                service.store,
+                lease=timedelta(seconds=settings.inspection_lease),
+                thresholds=thresholds(settings),
             )
             loop = asyncio.get_running_loop()
 

@@ -132,6 +132,7 @@ def traceset(t: Traceset) -> dict[str, Any]:
         "files": shown,
         "filesNextCursor": rest,
         **_described(t),
+        "baselineId": t.baseline_id,
         "inspection": inspection(t.inspection),
     }
 

@@ -104,6 +104,7 @@ def worker(
     the store.
     """
     from tracesets.service.inspections import InspectionQueue
+    from tracesets.service.regression import thresholds
     from tracesets.service.stores import open_store
 
     logging.basicConfig(
@@ -114,7 +115,12 @@ def worker(
     settings = _settings(data_dir)
     db = _database(settings)
     store = open_store(settings)
-    queue = InspectionQueue(db, store, lease=timedelta(seconds=settings.inspection_lease))
+    queue = InspectionQueue(
+        db,
+        store,
+        lease=timedelta(seconds=settings.inspection_lease),
+        thresholds=thresholds(settings),
+    )
     queue.reader.before_file = _hold(os.environ, queue.stopping)
     queue.reader.before_file_in_pool = _hold_in_pool(os.environ)
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from sqlalchemy import Connection, bindparam, delete, insert, select
+from sqlalchemy import Connection, bindparam, delete, insert, select, update
 
 from tracesets.analysis.operators import OperatorRow
 from tracesets.db.tables import inspection_operators, inspection_ranks, inspections, tracesets
@@ -93,3 +93,44 @@ def record_operators(conn: Connection, *, seq: int, rows: Sequence[OperatorRow])
                 for position, row in enumerate(rows)
             ],
         )
+
+
+def named_or_chosen_baseline(conn: Connection, *, seq: int) -> tuple[str, str | None]:
+    """(the traceset's workspace, the id of its baseline): the one its upload named, else
+    the most recently promoted traceset of the workspace with the same workload family,
+    workload name (when it has one) and rank count; None without a family or a rank
+    count, or when no other traceset matches."""
+    row = conn.execute(
+        select(
+            tracesets.c.workspace,
+            tracesets.c.baseline_id,
+            tracesets.c.workload_family,
+            tracesets.c.workload_name,
+            tracesets.c.rank_count,
+        ).where(tracesets.c.seq == seq)
+    ).one()
+    if row.baseline_id is not None or row.workload_family is None or row.rank_count is None:
+        return row.workspace, row.baseline_id
+    chosen = select(tracesets.c.id).where(
+        tracesets.c.workspace == row.workspace,
+        tracesets.c.workload_family == row.workload_family,
+        tracesets.c.rank_count == row.rank_count,
+        tracesets.c.status == "promoted",
+        tracesets.c.seq != seq,
+    )
+    if row.workload_name is not None:
+        chosen = chosen.where(tracesets.c.workload_name == row.workload_name)
+    found = conn.execute(
+        chosen.order_by(tracesets.c.promoted_at.desc(), tracesets.c.seq.desc()).limit(1)
+    ).scalar_one_or_none()
+    return row.workspace, found
+
+
+def record_baseline(
+    conn: Connection, *, seq: int, baseline_id: str | None, regressed: bool | None
+) -> None:
+    conn.execute(
+        update(inspections)
+        .where(inspections.c.traceset_seq == seq)
+        .values(baseline_id=baseline_id, regressed=regressed)
+    )

@@ -80,7 +80,8 @@ VERDICT_COLUMNS: Final = {
     "ranks_consistent": inspections.c.consistent,
 }
 #: The list filters on the inspection's performance figures (``tracesets.performance``):
-#: each a bound (at most, at least) on its figure, or ``has_stragglers``'s equality.
+#: each a bound (at most, at least) on its figure, or ``has_stragglers``'s or ``regressed``'s
+#: equality (each with its own partial index on the inspection's workspace).
 FIGURE_FILTERS: Final = {
     term.name: (
         inspections.c[term.figure] <= _value(term.name)
@@ -89,7 +90,10 @@ FIGURE_FILTERS: Final = {
     )
     for term in FILTERS
     if term.figure is not None
-} | {"has_stragglers": inspections.c.has_stragglers == _value("has_stragglers")}
+} | {
+    "has_stragglers": inspections.c.has_stragglers == _value("has_stragglers"),
+    "regressed": inspections.c.regressed == _value("regressed"),
+}
 
 
 def list_tracesets(

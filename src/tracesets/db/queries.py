@@ -76,6 +76,7 @@ def insert_traceset(
             "updated_at": now,
             "workload_metadata": metadata.decode() if metadata is not None else None,
             "rank_count": request.rank_count,
+            "baseline_id": request.baseline_id,
         },
     )
     stored = [
@@ -98,6 +99,7 @@ def insert_traceset(
         workload_metadata=metadata,
         rank_count=request.rank_count,
         files=stored,
+        baseline_id=request.baseline_id,
     )
 
 
@@ -138,9 +140,12 @@ def head(row: Row[Any]) -> dict[str, Any]:
 
 
 def _traceset(
-    row: Row[Any], stored_files: list[StoredFile], inspection: InspectionRecord | None = None
+    row: Row[Any],
+    stored_files: list[StoredFile],
+    inspection: InspectionRecord | None,
+    baseline_id: str | None,
 ) -> Traceset:
-    return Traceset(**head(row), files=stored_files, inspection=inspection)
+    return Traceset(**head(row), files=stored_files, inspection=inspection, baseline_id=baseline_id)
 
 
 def get_head(conn: Connection, *, workspace: str, traceset_id: str) -> TracesetHead | None:
@@ -155,9 +160,9 @@ def get_head(conn: Connection, *, workspace: str, traceset_id: str) -> TracesetH
 # statement (and its cache key) on each call cost more than running it.
 _BY_ID = select(tracesets).where(tracesets.c.id == bindparam("traceset_id"))
 _BY_ID_IN_WORKSPACE = _BY_ID.where(tracesets.c.workspace == bindparam("workspace"))
-_INSPECTION_OF = select(inspections.c.status, inspections.c.result).where(
-    inspections.c.traceset_seq == bindparam("seq")
-)
+_INSPECTION_OF = select(
+    inspections.c.status, inspections.c.result, inspections.c.baseline_id
+).where(inspections.c.traceset_seq == bindparam("seq"))
 #: Without GROUP BY: one row, zeros for a traceset without files.
 _SUMMARY_OF = select(
     func.count(),
@@ -194,14 +199,18 @@ def get_traceset(
         if found is None
         else InspectionRecord(found.status, found.result.encode() if found.result else None)
     )
+    # the baseline the inspection compared with, else the one the upload named
+    baseline_id = (found.baseline_id if found is not None else None) or row.baseline_id
     if files_limit is None:
-        return _traceset(row, files_from(conn, seq=row.seq, start=0, limit=None), inspection)
+        stored = files_from(conn, seq=row.seq, start=0, limit=None)
+        return _traceset(row, stored, inspection, baseline_id)
     n, size, got = conn.execute(_SUMMARY_OF, seq).one()
     return Traceset(
         **head(row),
         files=files_from(conn, seq=row.seq, start=0, limit=files_limit),
         inspection=inspection,
         counted=FileSummary(int(n), int(size), int(got)),
+        baseline_id=baseline_id,
     )
 
 

@@ -16,6 +16,7 @@ from typing import Any, Final
 
 import orjson
 
+from tracesets.analysis.operators import OTHER as OTHER_OPERATOR
 from tracesets.analysis.operators import OperatorRow
 from tracesets.performance import Performance
 from tracesets.service.cursors import CursorKind, encode_cursor
@@ -27,8 +28,8 @@ CONTRIBUTORS: Final = 3
 #: The kernel row standing for every kernel a rank did not list (``topKernels``' last):
 #: not one kernel, so in no comparison.
 OTHER_KERNEL: Final = "other"
-#: The operator row standing for every operator past the stored ones.
-OTHER_OPERATOR: Final = "(other)"
+#: The step annotations: a slower step's own row says it is slower, not why.
+STEP_PREFIX: Final = "ProfilerStep#"
 #: A page of a comparison stops before its JSON passes this many bytes (a kernel's name
 #: may hold 4,096 characters, 24 KiB once escaped).
 PAGE_BYTES: Final = 4 * 1024 * 1024
@@ -177,7 +178,8 @@ def contributors(
     kernels: Sequence[Mapping[str, Any]], operators: Sequence[Mapping[str, Any]]
 ) -> list[dict[str, Any]]:
     """The kernels or operators whose time changed most: an operator named as a kernel
-    (HTA's operator rows hold the kernels too) counts once, as the kernel."""
+    (HTA's operator rows hold the kernels too) counts once, as the kernel; the steps
+    themselves and ``(other)`` are no contributors."""
     found = [
         {"kind": "kernel", "name": row["name"], "diffUs": row["diffUs"]}
         for row in kernels[:CONTRIBUTORS]
@@ -186,7 +188,9 @@ def contributors(
     found += [
         {"kind": "operator", "name": row["name"], "diffUs": row["totalUsDiff"]}
         for row in operators
-        if row["name"] not in named and row["name"] != OTHER_OPERATOR
+        if row["name"] not in named
+        and row["name"] != OTHER_OPERATOR
+        and not row["name"].startswith(STEP_PREFIX)
     ][:CONTRIBUTORS]
     found.sort(key=lambda row: _by_change(row, "diffUs"))
     return [row for row in found if row["diffUs"] != 0][:CONTRIBUTORS]

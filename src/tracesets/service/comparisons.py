@@ -83,6 +83,13 @@ def read_side(
     why = _unready(traceset_id, state)
     if why is not None:
         raise Conflict.of([Problem(member, traceset_id, why)])
+    return stored_side(conn, traceset_id, state, operators=operators)
+
+
+def stored_side(
+    conn: Connection, traceset_id: str, state: comparing.SideState, *, operators: bool
+) -> compare.Side:
+    """An inspected traceset's stored figures, and its operator rows if asked."""
     figures = [orjson.loads(text) for text in comparing.rank_figures(conn, seq=state.seq)]
     rows = comparing.operators(conn, seq=state.seq) if operators else []
     return compare.Side(traceset_id, state.performance, figures, rows)

@@ -46,8 +46,10 @@ from tracesets.db import comparing, queries
 from tracesets.db import inspection_files as claims
 from tracesets.db.engine import Database
 from tracesets.db.inspection_files import Claim
+from tracesets.service import regression
 from tracesets.service.batches import BatchReader, Outcome, Reading
 from tracesets.service.joined import failed, join_results
+from tracesets.service.regression import Thresholds
 from tracesets.storage.base import BlobStore
 
 log = logging.getLogger("tracesets.inspection")
@@ -84,8 +86,10 @@ class InspectionQueue:
         lease: timedelta = DEFAULT_LEASE,
         owner: str | None = None,
         processes: int | None = None,
+        thresholds: Thresholds | None = None,
     ) -> None:
         self.db = db
+        self.thresholds = thresholds or Thresholds()
         self.lease = lease
         self.owner = owner or process_name()
         self.wake = asyncio.Event()
@@ -299,6 +303,10 @@ class InspectionQueue:
             joined = failed(str(exc))
         if joined is None:
             return False
+        try:  # its one write is its last step: a failure leaves nothing half-written
+            joined = regression.check(conn, seq, joined, self.thresholds)
+        except Exception:  # and does not cost the inspection its outcome
+            log.exception("comparing inspection %d with its baseline failed", seq)
         queries.finish_inspection(
             conn,
             seq=seq,

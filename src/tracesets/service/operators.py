@@ -11,11 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from tracesets.analysis.operators import OperatorRow
+from tracesets.analysis.operators import OTHER, OperatorRow
 
 #: Rows a traceset keeps; a trace keeps ``analysis.operators.MAX_OPERATOR_ROWS``.
 MAX_TRACESET_OPERATORS: Final = 4096
-OTHER: Final = "(other)"
 
 
 def first_trace(ranked: Sequence[tuple[int | None, list[OperatorRow]]]) -> int | None:

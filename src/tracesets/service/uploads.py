@@ -13,7 +13,7 @@ from sqlalchemy.exc import IntegrityError
 
 from tracesets import workload
 from tracesets.db import file_rows, idempotency, queries
-from tracesets.problems import Conflict, Problem, Unprocessable
+from tracesets.problems import Conflict, InvalidRequest, Problem, Unprocessable
 from tracesets.records import StoredFile, Traceset
 from tracesets.service.core import not_found, parse_body, utcnow
 from tracesets.service.names import stored_alike
@@ -139,6 +139,18 @@ class Uploads(Targets):
                 earlier = self._earlier_answer(conn, workspace, idempotency_key, body_sha256)
                 if earlier is not None:
                     return earlier
+            if request.baseline_id is not None and (
+                queries.get_status(conn, workspace, request.baseline_id) is None
+            ):
+                raise InvalidRequest.of(
+                    [
+                        Problem(
+                            "baselineId",
+                            request.baseline_id,
+                            f"No traceset {request.baseline_id} in this workspace to compare with",
+                        )
+                    ]
+                )
             declared = sum(f.size for f in request.files)
             check_quota(conn, workspace, self.limits.quota_bytes, declared, "files")
             now = utcnow()

@@ -67,6 +67,12 @@ class Traceset(_TracesetHead):
     rankCountDerived: int | None = Field(
         description="The declared rank count; null when nothing is declared. Never changes."
     )
+    baselineId: str | None = Field(
+        default=None,
+        description="The traceset this one is compared with when its inspection finishes: "
+        "the one upload-url named, else the most recently promoted one of the same workload "
+        "family, name and rank count; null when none.",
+    )
     inspection: Inspection | None = Field(
         default=None, description="null until the traceset is complete, or without primary files."
     )

@@ -170,6 +170,28 @@ class KernelSpread(BaseModel):
     maxRank: int = Field(description="The rank of maxUs (the lowest on a tie).")
 
 
+class RegressionContributor(BaseModel):
+    kind: Literal["kernel", "operator"]
+    name: str
+    diffUs: Figure
+
+
+class Regression(BaseModel):
+    """The comparison with the baseline made when the inspection finished."""
+
+    baselineId: str = Field(description="The baseline compared with (it may since be deleted).")
+    stepRatio: Figure | None = Field(description="Median step over the baseline's, 4 decimals.")
+    gpuIdleDiffPct: Figure | None = Field(description="GPU idle % less the baseline's, points.")
+    contributors: list[RegressionContributor] = Field(
+        description="The (at most) three kernels or operators whose time changed most."
+    )
+    regressed: bool = Field(
+        description="The median step is more than TRACESETS_REGRESSION_STEP_PCT % (5) slower, "
+        "or GPU idle more than TRACESETS_REGRESSION_IDLE_POINTS (5) points higher; "
+        'warnings then holds a sentence beginning "Regression against ".'
+    )
+
+
 class Inspection(BaseModel):
     """What the primary files' traces say about their ranks, read after `complete`."""
 
@@ -210,6 +232,11 @@ class Inspection(BaseModel):
         description="The 20 kernels of most time summed over the ranks listing them in "
         "topKernels, each with its sum's spread over those ranks: a kernel slow on one rank "
         "stands out by its maxUs and maxRank.",
+    )
+    regression: Regression | None = Field(
+        default=None,
+        description="null unless the traceset had an inspected baseline when its "
+        "inspection finished (GET …/compare/{baselineId} tells more).",
     )
 
 

@@ -140,6 +140,13 @@ class UploadUrlRequest(BaseModel):
     description: str | None = Field(default=None, max_length=16_384)
     files: list[UploadFileSpec] = Field(min_length=1, max_length=MAX_FILES_PER_REQUEST)
     workloadMetadata: UploadWorkloadMetadata | None = None
+    baselineId: str | None = Field(
+        default=None,
+        pattern=r"^[0-9a-f]{32}$",
+        description="A traceset of the same workspace to compare this one with when its "
+        "inspection finishes (400 otherwise); without it, the most recently promoted "
+        "traceset of the same workload family, name and rank count.",
+    )
 
 
 class AddFilesRequest(BaseModel):
