@@ -12,7 +12,7 @@ from playwright.sync_api import expect
 
 from tests.analysis.run_writer import Run, rank_trace
 from tests.api.test_rank_figures import run_files
-from tests.flows import inspected
+from tests.flows import inspected, upload
 from tests.web.browser import NARROW, Tab
 from tests.web.seed import upload_text
 
@@ -20,11 +20,11 @@ from tests.web.seed import upload_text
 PLOT_HEIGHT = 240 - 14 - 40
 
 
-def uploaded(api: httpx.Client, name: str, run: Run) -> dict[str, Any]:
-    """A run's traces as a traceset named ``name``, once inspected."""
-    metadata = f'{{"shape": {{"rankCount": {run.world}}}}}'
-    created = upload_text(api, metadata, name=name, files=run_files(run))
-    return inspected(api, created["tracesetId"])
+def uploaded(api: httpx.Client, name: str, run: Run, baseline: str | None = None) -> dict[str, Any]:
+    """A run's traces as a traceset named ``name`` (its baseline named), once inspected."""
+    metadata = {"shape": {"rankCount": run.world}}
+    created = upload(api, run_files(run), metadata, name=name, baseline=baseline)
+    return inspected(api, created["id"])
 
 
 def bar_heights(tab: Tab) -> list[list[float]]:
@@ -87,6 +87,25 @@ def test_compare_with_a_baseline_from_the_tracesets_view(tab: Tab, api: httpx.Cl
     tab.page.set_viewport_size(NARROW)
     tab.settle()
     assert tab.page.evaluate("() => document.documentElement.scrollWidth") <= NARROW["width"]
+
+
+def test_the_baseline_the_upload_named_is_preselected(tab: Tab, api: httpx.Client) -> None:
+    named = uploaded(api, "two weeks ago", Run(tp=2, dp=2, steps=3, seed=1))
+    uploaded(api, "last week", Run(tp=2, dp=2, steps=3, seed=2))
+    traceset = uploaded(api, "this week", Run(tp=2, dp=2, steps=3, seed=3), named["id"])
+    assert traceset["baselineId"] == named["id"]
+    tab.sign_in()
+    tab.open_traceset("this week")
+    picker = tab.page.get_by_label("Baseline")
+    expect(picker.locator("option")).to_have_count(2)
+    expect(picker).to_have_value(named["id"])
+    expect(picker.locator("option:checked")).to_contain_text("two weeks ago")
+    expect(picker.locator("option:checked")).to_contain_text("its baseline")
+    expect(tab.page.locator("#baseline-help")).to_contain_text("Its baseline is chosen")
+    tab.page.get_by_role("button", name="Compare").click()
+    expect(tab.page.get_by_role("heading", level=1)).to_have_text(
+        "Compare this week with two weeks ago"
+    )
 
 
 def _tar(run: Run) -> bytes:
