@@ -40,7 +40,9 @@ def _raw(server: ServerProcess, token: str, path: str, **params: Any) -> Any:
         return answer.json()
 
 
-def test_compare_types_the_answer(make_client: MakeClient, server: ServerProcess, pair: Pair) -> None:
+def test_compare_types_the_answer(
+    make_client: MakeClient, server: ServerProcess, pair: Pair
+) -> None:
     token, traceset_id, baseline_id = pair
     raw = _raw(server, token, f"/api/v1/tracesets/{traceset_id}/compare/{baseline_id}")
     with make_client(server.url, token) as client:
