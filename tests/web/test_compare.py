@@ -48,12 +48,14 @@ def test_compare_with_a_baseline_from_the_tracesets_view(tab: Tab, api: httpx.Cl
     tab.sign_in()
     tab.open_traceset(traceset["name"])
 
+    tab.page.get_by_role("button", name="Compare with…").click()
     picker = tab.page.get_by_label("Baseline")
+    expect(picker).to_be_focused()
     expect(picker.locator("option")).to_have_count(1)  # the same rank count only
     expect(picker.locator("option")).to_have_attribute("value", baseline["id"])
     assert other_size["id"] not in tab.page.locator("#compare").inner_html()
     tab.shoot("compare-with")
-    tab.page.get_by_role("button", name="Compare").click()
+    tab.page.get_by_role("button", name="Compare", exact=True).click()
     expect(tab.page.get_by_role("heading", level=1)).to_contain_text("Compare")
     assert tab.page.url.endswith(f"#/tracesets/{traceset['id']}/compare/{baseline['id']}")
 
@@ -102,7 +104,7 @@ def test_the_baseline_the_upload_named_is_preselected(tab: Tab, api: httpx.Clien
     expect(picker.locator("option:checked")).to_contain_text("two weeks ago")
     expect(picker.locator("option:checked")).to_contain_text("its baseline")
     expect(tab.page.locator("#baseline-help")).to_contain_text("Its baseline is chosen")
-    tab.page.get_by_role("button", name="Compare").click()
+    tab.page.get_by_role("button", name="Compare", exact=True).click()
     expect(tab.page.get_by_role("heading", level=1)).to_have_text(
         "Compare this week with two weeks ago"
     )

@@ -109,7 +109,7 @@ async function allRanks(comparison) {
   const ranks = [...comparison.ranks];
   let cursor = comparison.ranksNextCursor;
   while (cursor && ranks.length < FETCHED_RANKS) {
-    const page = await call(comparePath(comparison.tracesetId, comparison.baselineId, `/ranks?${new URLSearchParams({ cursor })}`));
+    const page = await call(comparePath(comparison.tracesetId, comparison.baselineId, `/ranks?${new URLSearchParams({ cursor, limit: 1000 })}`));
     ranks.push(...page.data.items);
     cursor = page.data.nextCursor;
   }
@@ -155,7 +155,7 @@ function ranksSection(comparison, sides) {
     const { per } = pairBins(ranks);
     const one = ranks.filter((r) => r.present !== 'both').length;
     caption.textContent = `GPU time of each rank as Holistic Trace Analysis counts it, in percent of its span, matched by rank number. `
-      + `${formatCount(ranks.length)} ranks`
+      + (ranks.length >= FETCHED_RANKS ? `The first ${formatCount(ranks.length)} ranks` : `${formatCount(ranks.length)} ranks`)
       + (per > 1 ? `, each pair of bars ${formatCount(per)} ranks with their time added up` : '')
       + (one ? `; ${formatCount(one)} only one side has (▲ under the axis)` : '') + '.';
     replace(moved, changedMost(ranks));

@@ -96,5 +96,14 @@ function render(main, answer) {
   const promotion = promotionSection(answer, promoted);
   const top = header(promotion);
   top.show(t);
-  replace(main, backLink(), ...top.nodes, inspection, compareSection(t), promotion, filesSection(t, t.inspection));
+  const compare = compareSection(t);
+  if (compare) {
+    // Beside the name, as Promote… is: the section itself is far down a long inspection.
+    const promote = top.nodes[0].querySelector('.title-action');
+    promote.before(h('button', {
+      type: 'button', class: 'button title-action', id: 'compare-with',
+      onclick: () => { compare.scrollIntoView({ block: 'start' }); compare.querySelector('#baseline').focus(); },
+    }, 'Compare with…'));
+  }
+  replace(main, backLink(), ...top.nodes, inspection, compare, promotion, filesSection(t, t.inspection));
 }
