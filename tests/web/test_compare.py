@@ -144,3 +144,34 @@ def test_past_128_ranks_each_pair_is_a_run_of_ranks(tab: Tab, api: httpx.Client)
     assert all(len(pair) == 2 for pair in bar_heights(tab))
     expect(tab.page.locator("#compare-moved")).to_contain_text("rank")
     tab.shoot("compare-300")
+
+
+def test_8192_ranks_draw_as_128_pairs_of_64(tab: Tab) -> None:
+    """The chart from 8,192 compared ranks (too many to upload twice here): the last rank
+    only the baseline has, and one run whose idle grew, as the ranks route answers them."""
+    tab.open()
+    drawn: dict[str, Any] = tab.page.evaluate(
+        """async () => {
+            const { compareChart } = await import('/static/comparechart.js');
+            const side = (idle) => ({ idleUs: idle, computeUs: 600, nonComputeUs: 400 - idle,
+                idlePct: idle / 10, computePct: 60, nonComputePct: 40 - idle / 10, stepMs: 1 });
+            const ranks = Array.from({ length: 8192 }, (_, rank) => {
+                const idle = rank >= 640 && rank < 704 ? 300 : 100;
+                const last = rank === 8191;
+                return { rank, present: last ? 'baseline' : 'both', traceset: last ? null : side(idle),
+                    baseline: side(100), diff: null, stepRatio: null };
+            });
+            const chart = compareChart(ranks, 1200, { traceset: 'after', baseline: 'before' });
+            const pairs = [...chart.querySelectorAll('g.compare-pair')];
+            const idle = (pair, which) => +pair.querySelector(
+                `g.side-${which} rect[data-part="idle"]`).getAttribute('height');
+            return {
+                per: chart.getAttribute('data-ranks-per-bar'), pairs: pairs.length,
+                last: pairs[127].getAttribute('data-last-rank'),
+                grew: pairs.filter((p) => idle(p, 'traceset') > idle(p, 'baseline') + 1)
+                    .map((p) => p.getAttribute('data-rank')),
+                marked: [...chart.querySelectorAll('.one-sided-marker')].length,
+            };
+        }"""
+    )
+    assert drawn == {"per": "64", "pairs": 128, "last": "8191", "grew": ["640"], "marked": 1}
