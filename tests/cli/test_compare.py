@@ -10,8 +10,10 @@ import httpx
 
 from tests.analysis.run_writer import Run
 from tests.api.test_compare import inspected_run
+from tests.api.test_rank_figures import run_files
 from tests.cli.test_cli import Run as Tracesets
 from tests.cli.test_cli import as_json, ok
+from tests.flows import upload
 from tracesets.cli.compare import SHOWN_RANKS
 
 
@@ -65,6 +67,12 @@ def test_headline_then_ranks_then_kernels(tracesets: Tracesets, api: httpx.Clien
     assert operators == raw["items"]
     table = ok(tracesets("compare", traceset, baseline, "--operators", "all")).stdout
     assert "every profiled step of every rank" in table or table.startswith("operators: none")
+
+    shown = ok(tracesets("show", traceset)).stdout
+    assert "baseline:" not in shown  # none named, none promoted
+    named = upload(api, run_files(slower), {"shape": {"rankCount": 4}}, baseline=baseline)
+    said = f"baseline: {baseline} (tracesets compare {named['id']} {baseline})"
+    assert said in ok(tracesets("show", named["id"])).stdout.splitlines()
 
     refused = tracesets("compare", traceset, traceset)
     assert refused.returncode == 1 and "baselineId" in refused.stderr
