@@ -74,6 +74,12 @@ def test_headline_then_ranks_then_kernels(tracesets: Tracesets, api: httpx.Clien
     said = f"baseline: {baseline} (tracesets compare {named['id']} {baseline})"
     assert said in ok(tracesets("show", named["id"])).stdout.splitlines()
 
+    wider = inspected_run(api, Run(tp=2, dp=3, steps=3, seed=3))["id"]
+    note = compared_json(api, wider, baseline)["perRankNote"]
+    aggregates = ok(tracesets("compare", wider, baseline)).stdout
+    assert note in aggregates.splitlines() and "per rank" not in aggregates
+    assert "kernels, by absolute difference in time" in aggregates
+
     refused = tracesets("compare", traceset, traceset)
     assert refused.returncode == 1 and "baselineId" in refused.stderr
 
