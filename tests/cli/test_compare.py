@@ -4,6 +4,7 @@ tables (past a screenful of ranks, those that changed most), ``--json``, ``--ope
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -81,6 +82,16 @@ def test_headline_then_ranks_then_kernels(tracesets: Tracesets, api: httpx.Clien
     assert "kernels, by absolute difference in time" in aggregates
 
     refused = tracesets("compare", traceset, traceset)
+    assert refused.returncode == 1 and "baselineId" in refused.stderr
+
+
+def test_upload_names_its_baseline(tracesets: Tracesets, api: httpx.Client, tmp_path: Path) -> None:
+    baseline = inspected_run(api, Run(tp=2, dp=2, steps=3, seed=1))["id"]
+    for name, data in run_files(Run(tp=2, dp=2, steps=3, seed=2)).items():
+        (tmp_path / name).write_bytes(data)
+    args = ("upload", tmp_path, "--rank-count", "4", "--json", "--baseline")
+    assert as_json(tracesets(*args, baseline))["baselineId"] == baseline
+    refused = tracesets(*args, "last")
     assert refused.returncode == 1 and "baselineId" in refused.stderr
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -12,6 +13,7 @@ import pytest
 
 from tests.analysis.run_writer import Run
 from tests.api.test_compare import inspected_run, paged
+from tests.api.test_rank_figures import run_files
 from tests.client.conftest import MakeClient
 from tests.server import ServerProcess
 from tracesets import ClientError
@@ -94,3 +96,27 @@ def test_refusals_raise_with_the_member_at_fault(
     assert same.value.status == 400 and same.value.problems[0].member == "baselineId"
     assert missing.value.status == 404 and missing.value.problems[0].member == "baselineId"
     assert bad_step.value.status == 400 and bad_step.value.problems[0].member == "step"
+
+
+def test_an_upload_names_its_baseline(
+    make_client: MakeClient, server: ServerProcess, pair: Pair, tmp_path: Path
+) -> None:
+    token, _, baseline_id = pair
+    run = Run(tp=2, dp=2, steps=3, seed=5)
+    for name, data in run_files(run).items():
+        (tmp_path / name).write_bytes(data)
+    metadata = {"shape": {"rankCount": 4}}
+    with make_client(server.url, token) as client:
+        uploaded = client.upload(
+            tmp_path, name="named", workload_metadata=metadata, baseline_id=baseline_id, wait=120
+        )
+        with pytest.raises(ClientError) as malformed:
+            client.upload(tmp_path, name="bad", workload_metadata=metadata, baseline_id="last")
+        with pytest.raises(ClientError) as unknown:
+            client.upload(
+                tmp_path, name="gone", workload_metadata=metadata, baseline_id=secrets.token_hex(16)
+            )
+    assert uploaded.baselineId == baseline_id
+    assert uploaded.inspection is not None and uploaded.inspection.status == "done"
+    assert not malformed.value.sent and malformed.value.problems[0].member == "baselineId"
+    assert unknown.value.status == 400 and unknown.value.problems[0].member == "baselineId"

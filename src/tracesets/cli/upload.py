@@ -48,6 +48,7 @@ def upload(
     resume: options.Resume = None,
     infer_rank_count: options.InferRankCount = False,
     ignore_trace_ranks: options.IgnoreTraceRanks = False,
+    baseline: options.Baseline = None,
     concurrency: options.Concurrency = 8,
     job_key: options.JobKey = None,
     rank: options.Rank = None,
@@ -87,7 +88,9 @@ def upload(
                 files, workload_metadata, infer=infer_rank_count
             )
             named = paths[0].resolve().name if name is None else name
-            plan = _plan(files, named, workload_metadata, description, ignore_trace_ranks, findings)
+            plan = _plan(
+                files, named, workload_metadata, description, ignore_trace_ranks, findings, baseline
+            )
             for warning in plan.trace_warnings:
                 warn(f"warning: {warning}")
             warnings += plan.trace_warnings
@@ -102,6 +105,7 @@ def _plan(
     description: str | None,
     ignore_trace_ranks: bool,
     findings: list[FileFinding] | None,
+    baseline: str | None = None,
 ) -> UploadPlan:
     """The very same rules as the service, and the traces' ranks against the declared
     rank count as the Python client checks them, before a byte is read or a request sent."""
@@ -113,6 +117,7 @@ def _plan(
             description=description,
             ignore_trace_ranks=ignore_trace_ranks,
             findings=findings,
+            baseline_id=baseline,
         )
     except RankCountContradicted as contradiction:
         first, *rest = contradiction.lines(

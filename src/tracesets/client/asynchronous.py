@@ -104,9 +104,14 @@ class AsyncClient(AwaitingIO):
         workload_metadata: protocol.Metadata | None = None,
         description: str | None = None,
         idempotency_key: str | None = None,
+        baseline_id: str | None = None,
     ) -> UploadUrlResponse:
         body = protocol.upload_url_body(
-            name=name, files=files, workload_metadata=workload_metadata, description=description
+            name=name,
+            files=files,
+            workload_metadata=workload_metadata,
+            description=description,
+            baseline_id=baseline_id,
         )
         answer = await self._fetch(self._upload_url_call(body, idempotency_key))
         return as_upload_urls(answer)
@@ -161,6 +166,7 @@ class AsyncClient(AwaitingIO):
         hash_progress: ProgressCallback | None = None,
         wait: float = 0,
         ignore_trace_ranks: bool = False,
+        baseline_id: str | None = None,
     ) -> Traceset:
         """``Client.upload``'s twin, ``wait`` and ``ignore_trace_ranks`` included."""
 
@@ -171,6 +177,7 @@ class AsyncClient(AwaitingIO):
                 workload_metadata=workload_metadata,
                 description=description,
                 ignore_trace_ranks=ignore_trace_ranks,
+                baseline_id=baseline_id,
             )
 
         upload = await asyncio.to_thread(planned)

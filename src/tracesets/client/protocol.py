@@ -75,10 +75,15 @@ def upload_url_body(
     files: Sequence[FileEntry],
     workload_metadata: Metadata | None,
     description: str | None,
+    baseline_id: str | None = None,
 ) -> dict[str, Any]:
     """The upload-url body; raises ClientError (nothing sent) if any rule refuses it."""
     body = build_upload_body(
-        name=name, files=files, workload_metadata=workload_metadata, description=description
+        name=name,
+        files=files,
+        workload_metadata=workload_metadata,
+        description=description,
+        baseline_id=baseline_id,
     )
     check(body)
     return body
@@ -90,14 +95,19 @@ def build_upload_body(
     files: Sequence[FileEntry],
     workload_metadata: Metadata | None,
     description: str | None,
+    baseline_id: str | None = None,
 ) -> dict[str, Any]:
-    """The upload-url body, unchecked: for a body whose parts were checked already."""
+    """The upload-url body, unchecked: for a body whose parts were checked already.
+    ``baseline_id``: the traceset to compare it with once inspected (else the service
+    chooses the latest promoted one of the same workload and rank count)."""
     body: dict[str, Any] = {"name": name}
     if description is not None:
         body["description"] = description
     body["files"] = [plain(entry) for entry in files]
     if workload_metadata is not None:
         body["workloadMetadata"] = plain(workload_metadata)
+    if baseline_id is not None:
+        body["baselineId"] = baseline_id
     return body
 
 

@@ -122,6 +122,7 @@ class Client(BlockingIO):
         workload_metadata: protocol.Metadata | None = None,
         description: str | None = None,
         idempotency_key: str | None = None,
+        baseline_id: str | None = None,
     ) -> UploadUrlResponse:
         """Check the request with the upload rules, then ask for one signed URL per file.
 
@@ -129,7 +130,11 @@ class Client(BlockingIO):
         retried request never creates a second traceset.
         """
         body = protocol.upload_url_body(
-            name=name, files=files, workload_metadata=workload_metadata, description=description
+            name=name,
+            files=files,
+            workload_metadata=workload_metadata,
+            description=description,
+            baseline_id=baseline_id,
         )
         return as_upload_urls(self._fetch(self._upload_url_call(body, idempotency_key)))
 
@@ -191,6 +196,7 @@ class Client(BlockingIO):
         hash_progress: ProgressCallback | None = None,
         wait: float = 0,
         ignore_trace_ranks: bool = False,
+        baseline_id: str | None = None,
     ) -> Traceset:
         """Upload files and folders as one traceset; return it, ready.
 
@@ -205,6 +211,10 @@ class Client(BlockingIO):
         that contradict the declared rank count (a world size other than it, a rank not
         below it) raise ``ClientError`` before anything is sent, unless
         ``ignore_trace_ranks``; the rank count cannot change after upload.
+
+        Once inspected, the traceset is compared with ``baseline_id`` (a traceset of the
+        workspace), else with the latest promoted one of the same workload and rank count;
+        a regression against it is one of its inspection's warnings.
         """
         upload = UploadPlan.checked(
             collect(paths, supporting),
@@ -212,6 +222,7 @@ class Client(BlockingIO):
             workload_metadata=workload_metadata,
             description=description,
             ignore_trace_ranks=ignore_trace_ranks,
+            baseline_id=baseline_id,
         )
         return self.upload_plan(upload, progress=progress, hash_progress=hash_progress, wait=wait)
 
