@@ -93,6 +93,8 @@ def test_upload_names_its_baseline(tracesets: Tracesets, api: httpx.Client, tmp_
     assert as_json(tracesets(*args, baseline))["baselineId"] == baseline
     refused = tracesets(*args, "last")
     assert refused.returncode == 1 and "baselineId" in refused.stderr
+    one_rank = tracesets(*args, baseline, "--rank", "0", "--world-size", "4")
+    assert one_rank.returncode == 2 and "--baseline" in one_rank.stderr
 
 
 def test_past_a_screenful_of_ranks_those_that_changed_most(

@@ -12,7 +12,7 @@ import typer
 from tracesets import workload
 from tracesets.cli import metadata, options
 from tracesets.cli.job import upload_one_rank
-from tracesets.cli.output import REFUSED, error_lines, json_text, say, size, warn
+from tracesets.cli.output import REFUSED, error_lines, fail_usage, json_text, say, size, warn
 from tracesets.cli.progress import display
 from tracesets.client import ClientError
 from tracesets.client.answers import TracesetAnswer
@@ -63,6 +63,8 @@ def upload(
     """
     degrees = {"dp": dp, "tp": tp, "sp": sp, "ep": ep, "pp": pp}
     if rank is not None or world_size is not None or job_key is not None:
+        if baseline is not None:  # the job's traceset is made by whichever rank comes first
+            fail_usage("--baseline names the baseline of a whole upload; it cannot go with --rank")
         return upload_one_rank(
             paths,
             job_key=job_key,
