@@ -177,7 +177,7 @@ def test_the_file_table_shows_and_filters_the_ranks_inspection_found_in_each_fil
     page = tab.page
     rows = page.locator("table.files tbody tr")
     expect(rows).to_have_count(1)
-    assert sections(tab) == ["facts", "inspection", "promotion", "files"]
+    assert sections(tab) == ["facts", "inspection", "compare", "promotion", "files"]
     expect(rows.first.locator('td[data-label="Rank"]')).to_have_text("0–16, 18–3,000, 3,002–4,095")
     rank = page.get_by_label("Rank", exact=True)
     rank.fill(str(TWICE))

@@ -61,6 +61,10 @@ def show(
         f"created {traceset.createdAt.isoformat()}"
         + (f", promoted {traceset.promotedAt.isoformat()}" if traceset.promotedAt else "")
     )
+    if traceset.baselineId:
+        say(
+            f"baseline: {traceset.baselineId} (tracesets compare {traceset.id} {traceset.baselineId})"
+        )
     if traceset.description:
         say(traceset.description)
     for line in file_lines(traceset.files, every=every_file):

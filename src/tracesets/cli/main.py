@@ -35,6 +35,7 @@ COMMANDS: Final = {
     "list": Command("commands", "list_", "List tracesets, newest first."),
     "show": Command("commands", "show", "Print a traceset, with its inspection."),
     "promote": Command("commands", "promote", "Promote a ready traceset."),
+    "compare": Command("compare", "compare", "Compare a traceset with a baseline."),
     "download": Command("commands", "download", "Download a traceset's files."),
     "delete": Command("commands", "delete", "Delete tracesets and their files."),
     "usage": Command("usage", "usage", "Print the workspace's tracesets, bytes and quota."),

@@ -119,6 +119,15 @@ IgnoreTraceRanks = Annotated[
         "size other than it, or ranks not below it).",
     ),
 ]
+Baseline = Annotated[
+    str | None,
+    _option(
+        "--baseline",
+        metavar="TRACESET_ID",
+        help="Compare with this traceset once inspected (default: the latest promoted one of "
+        "the same workload and rank count); a regression against it is a warning.",
+    ),
+]
 JobKey = Annotated[
     str | None,
     _option(

@@ -12,7 +12,7 @@ import typer
 from tracesets import workload
 from tracesets.cli import metadata, options
 from tracesets.cli.job import upload_one_rank
-from tracesets.cli.output import REFUSED, error_lines, json_text, say, size, warn
+from tracesets.cli.output import REFUSED, error_lines, fail_usage, json_text, say, size, warn
 from tracesets.cli.progress import display
 from tracesets.client import ClientError
 from tracesets.client.answers import TracesetAnswer
@@ -48,6 +48,7 @@ def upload(
     resume: options.Resume = None,
     infer_rank_count: options.InferRankCount = False,
     ignore_trace_ranks: options.IgnoreTraceRanks = False,
+    baseline: options.Baseline = None,
     concurrency: options.Concurrency = 8,
     job_key: options.JobKey = None,
     rank: options.Rank = None,
@@ -62,6 +63,8 @@ def upload(
     """
     degrees = {"dp": dp, "tp": tp, "sp": sp, "ep": ep, "pp": pp}
     if rank is not None or world_size is not None or job_key is not None:
+        if baseline is not None:  # the job's traceset is made by whichever rank comes first
+            fail_usage("--baseline names the baseline of a whole upload; it cannot go with --rank")
         return upload_one_rank(
             paths,
             job_key=job_key,
@@ -87,7 +90,9 @@ def upload(
                 files, workload_metadata, infer=infer_rank_count
             )
             named = paths[0].resolve().name if name is None else name
-            plan = _plan(files, named, workload_metadata, description, ignore_trace_ranks, findings)
+            plan = _plan(
+                files, named, workload_metadata, description, ignore_trace_ranks, findings, baseline
+            )
             for warning in plan.trace_warnings:
                 warn(f"warning: {warning}")
             warnings += plan.trace_warnings
@@ -102,6 +107,7 @@ def _plan(
     description: str | None,
     ignore_trace_ranks: bool,
     findings: list[FileFinding] | None,
+    baseline: str | None = None,
 ) -> UploadPlan:
     """The very same rules as the service, and the traces' ranks against the declared
     rank count as the Python client checks them, before a byte is read or a request sent."""
@@ -113,6 +119,7 @@ def _plan(
             description=description,
             ignore_trace_ranks=ignore_trace_ranks,
             findings=findings,
+            baseline_id=baseline,
         )
     except RankCountContradicted as contradiction:
         first, *rest = contradiction.lines(

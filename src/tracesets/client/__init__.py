@@ -18,6 +18,10 @@ from tracesets.client.progress import FilesCallback, ProgressCallback
 if TYPE_CHECKING:
     from tracesets.client.asynchronous import AsyncClient
     from tracesets.client.models import (
+        ComparedKernel,
+        ComparedOperator,
+        ComparedRank,
+        Comparison,
         PartTarget,
         PromotedTraceset,
         Traceset,
@@ -34,6 +38,10 @@ __all__ = [
     "AsyncClient",
     "Client",
     "ClientError",
+    "ComparedKernel",
+    "ComparedOperator",
+    "ComparedRank",
+    "Comparison",
     "DownloadSummary",
     "FilesCallback",
     "PartTarget",
@@ -55,6 +63,10 @@ _LAZY = {
     "RetryPolicy": "tracesets.client.retry",
     **dict.fromkeys(
         (
+            "ComparedKernel",
+            "ComparedOperator",
+            "ComparedRank",
+            "Comparison",
             "PartTarget",
             "PromotedTraceset",
             "Traceset",

@@ -6,10 +6,10 @@ Every request and every step is ``ClientCore``'s; ``AwaitingIO`` performs them.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Self, TypeVar, Unpack
+from typing import Any, Self, TypeVar, Unpack
 
 import httpx
 
@@ -22,6 +22,7 @@ from tracesets.client.answers import (
     as_upload_urls,
 )
 from tracesets.client.awaiting import AwaitingIO
+from tracesets.client.calls import Page, Step
 from tracesets.client.core import UploadPlan
 from tracesets.client.downloads import DownloadSummary
 from tracesets.client.files import (
@@ -30,6 +31,10 @@ from tracesets.client.files import (
     collect,
 )
 from tracesets.client.models import (
+    ComparedKernel,
+    ComparedOperator,
+    ComparedRank,
+    Comparison,
     PromotedTraceset,
     Traceset,
     TracesetFile,
@@ -41,13 +46,16 @@ from tracesets.client.models import (
     Whoami,
 )
 from tracesets.client.progress import FilesCallback, ProgressCallback
+from tracesets.client.protocol import COMPARE_PAGE_MAX
 from tracesets.client.retry import RetryPolicy
 from tracesets.client.state import UploadState
+from tracesets.client.steps import Call
 from tracesets.client.transport import AsyncSchemeTransport
 from tracesets.uploadrequest import Role
 from tracesets.vocabulary import DEFAULT_SORT, ListFilters, Sort
 
 T = TypeVar("T")
+P = TypeVar("P", bound=Page)
 
 
 class AsyncClient(AwaitingIO):
@@ -96,9 +104,14 @@ class AsyncClient(AwaitingIO):
         workload_metadata: protocol.Metadata | None = None,
         description: str | None = None,
         idempotency_key: str | None = None,
+        baseline_id: str | None = None,
     ) -> UploadUrlResponse:
         body = protocol.upload_url_body(
-            name=name, files=files, workload_metadata=workload_metadata, description=description
+            name=name,
+            files=files,
+            workload_metadata=workload_metadata,
+            description=description,
+            baseline_id=baseline_id,
         )
         answer = await self._fetch(self._upload_url_call(body, idempotency_key))
         return as_upload_urls(answer)
@@ -153,6 +166,7 @@ class AsyncClient(AwaitingIO):
         hash_progress: ProgressCallback | None = None,
         wait: float = 0,
         ignore_trace_ranks: bool = False,
+        baseline_id: str | None = None,
     ) -> Traceset:
         """``Client.upload``'s twin, ``wait`` and ``ignore_trace_ranks`` included."""
 
@@ -163,6 +177,7 @@ class AsyncClient(AwaitingIO):
                 workload_metadata=workload_metadata,
                 description=description,
                 ignore_trace_ranks=ignore_trace_ranks,
+                baseline_id=baseline_id,
             )
 
         upload = await asyncio.to_thread(planned)
@@ -261,6 +276,49 @@ class AsyncClient(AwaitingIO):
             if page.nextCursor is None:
                 return
             params = {**params, "cursor": page.nextCursor}
+
+    async def compare(self, traceset_id: str, baseline_id: str) -> Comparison:
+        """``Client.compare``: the headline, the first page of ranks and of kernels."""
+        return await self._fetch(self._compare_call(traceset_id, baseline_id))
+
+    async def compare_ranks(
+        self, traceset_id: str, baseline_id: str, *, page_size: int = COMPARE_PAGE_MAX
+    ) -> AsyncIterator[ComparedRank]:
+        async for item in self._items(
+            lambda c: self._compare_ranks_call(traceset_id, baseline_id, c, page_size)
+        ):
+            yield item
+
+    async def compare_kernels(
+        self, traceset_id: str, baseline_id: str, *, page_size: int = COMPARE_PAGE_MAX
+    ) -> AsyncIterator[ComparedKernel]:
+        async for item in self._items(
+            lambda c: self._compare_kernels_call(traceset_id, baseline_id, c, page_size)
+        ):
+            yield item
+
+    async def compare_operators(
+        self,
+        traceset_id: str,
+        baseline_id: str,
+        step: Step = "all",
+        *,
+        page_size: int = COMPARE_PAGE_MAX,
+    ) -> AsyncIterator[ComparedOperator]:
+        """``Client.compare_operators``: ``step`` "all" or "first" (HTA's defaults)."""
+        async for item in self._items(
+            lambda c: self._compare_operators_call(traceset_id, baseline_id, step, c, page_size)
+        ):
+            yield item
+
+    async def _items(self, page: Callable[[str | None], Call[P]]) -> AsyncIterator[Any]:
+        cursor = None
+        while True:
+            answer = await self._fetch(page(cursor))
+            for item in answer.items:
+                yield item
+            if (cursor := answer.nextCursor) is None:
+                return
 
     async def promote_traceset(
         self, traceset_id: str, workload_metadata: protocol.Metadata | None = None

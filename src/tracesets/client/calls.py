@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 import httpx
 
@@ -40,9 +40,30 @@ from tracesets.client.steps import (
 from tracesets.version import __version__
 
 if TYPE_CHECKING:
-    from tracesets.client.models import TracesetList, Usage, Whoami
+    from tracesets.client.models import (
+        ComparedKernelsPage,
+        ComparedOperatorsPage,
+        ComparedRanksPage,
+        Comparison,
+        TracesetList,
+        Usage,
+        Whoami,
+    )
 
 USER_AGENT: Final = f"tracesets-python/{__version__}"
+
+#: Which steps an operator comparison counts: every profiled step of every rank, or the
+#: first step of each side's first rank (HTA's ``TraceDiff`` defaults).
+Step = Literal["all", "first"]
+
+
+class Page(Protocol):
+    """A page of a paged route: its items, and the cursor of the next page (None: last)."""
+
+    @property
+    def items(self) -> Sequence[Any]: ...
+    @property
+    def nextCursor(self) -> str | None: ...  # noqa: N802 (the wire's name)
 
 
 class Calls:
@@ -174,6 +195,42 @@ class Calls:
             params=params,
         )
 
+    def _compare_call(self, traceset_id: str, baseline_id: str) -> Call[Comparison]:
+        from tracesets.client.models import Comparison
+
+        path = protocol.compare_path(traceset_id, baseline_id)
+        return Call("GET", path, "compare", reading(Comparison, "compare"))
+
+    def _compare_ranks_call(
+        self, traceset_id: str, baseline_id: str, cursor: str | None, size: int
+    ) -> Call[ComparedRanksPage]:
+        from tracesets.client.models import ComparedRanksPage
+
+        path = protocol.compare_path(traceset_id, baseline_id, "ranks")
+        what = "compare ranks"
+        return Call("GET", path, what, reading(ComparedRanksPage, what), params=_page(cursor, size))
+
+    def _compare_kernels_call(
+        self, traceset_id: str, baseline_id: str, cursor: str | None, size: int
+    ) -> Call[ComparedKernelsPage]:
+        from tracesets.client.models import ComparedKernelsPage
+
+        path = protocol.compare_path(traceset_id, baseline_id, "kernels")
+        what = "compare kernels"
+        return Call(
+            "GET", path, what, reading(ComparedKernelsPage, what), params=_page(cursor, size)
+        )
+
+    def _compare_operators_call(
+        self, traceset_id: str, baseline_id: str, step: Step, cursor: str | None, size: int
+    ) -> Call[ComparedOperatorsPage]:
+        from tracesets.client.models import ComparedOperatorsPage
+
+        path = protocol.compare_path(traceset_id, baseline_id, "operators")
+        what = "compare operators"
+        params = {"step": step, **_page(cursor, size)}
+        return Call("GET", path, what, reading(ComparedOperatorsPage, what), params=params)
+
     def _file_call(self, traceset_id: str, name: str) -> Call[httpx.URL]:
         """Where a file's bytes are: the service answers a redirect to a signed URL."""
         what = f"download {name}"
@@ -253,3 +310,9 @@ class Calls:
                 raise protocol.inspection_timeout(traceset_id, timeout)
             yield Sleep(min(interval, left))
             interval = min(interval * 1.5, 2.0)
+
+
+def _page(cursor: str | None, size: int) -> Params:
+    """A page's query: ``size`` rows (within the routes' bounds), from ``cursor`` on."""
+    limit = max(1, min(protocol.COMPARE_PAGE_MAX, size))
+    return {"limit": limit} if cursor is None else {"limit": limit, "cursor": cursor}

@@ -81,6 +81,7 @@ class UploadPlan:
     workload_metadata: protocol.Metadata | None = None
     description: str | None = None
     trace_warnings: tuple[str, ...] = ()
+    baseline_id: str | None = None
 
     @classmethod
     def checked(
@@ -92,6 +93,7 @@ class UploadPlan:
         description: str | None = None,
         ignore_trace_ranks: bool = False,
         findings: Sequence[FileFinding] | None = None,
+        baseline_id: str | None = None,
     ) -> UploadPlan:
         """The plan, if the upload rules accept it and the traces do not contradict the
         declared rank count (``traceranks``; ``ignore_trace_ranks`` uploads them anyway);
@@ -100,7 +102,7 @@ class UploadPlan:
         Checked before hashing: the digests the client adds later are well-formed by
         construction, so the rules need not see the body again.
         """
-        made = cls(files, name, workload_metadata, description)
+        made = cls(files, name, workload_metadata, description, baseline_id=baseline_id)
         protocol.check(made.body(files))
         declared = workload.check_rank_count(workload_metadata, has_primary_files=False)
         if declared.rank_count is None:
@@ -116,6 +118,7 @@ class UploadPlan:
             files=[f.spec() for f in files],
             workload_metadata=self.workload_metadata,
             description=self.description,
+            baseline_id=self.baseline_id,
         )
 
 

@@ -49,6 +49,8 @@ USAGE: Final = "/api/v1/usage"
 COMPLETE_TIMEOUT: Final = 900.0
 #: Files asked for a page of the files route (its largest page).
 FILES_PAGE: Final = FILES_PAGE_MAX
+#: The largest page of a comparison's ranks, kernels or operators.
+COMPARE_PAGE_MAX: Final = 1000
 
 Model = TypeVar("Model", bound="pydantic.BaseModel")
 A = TypeVar("A")
@@ -73,10 +75,15 @@ def upload_url_body(
     files: Sequence[FileEntry],
     workload_metadata: Metadata | None,
     description: str | None,
+    baseline_id: str | None = None,
 ) -> dict[str, Any]:
     """The upload-url body; raises ClientError (nothing sent) if any rule refuses it."""
     body = build_upload_body(
-        name=name, files=files, workload_metadata=workload_metadata, description=description
+        name=name,
+        files=files,
+        workload_metadata=workload_metadata,
+        description=description,
+        baseline_id=baseline_id,
     )
     check(body)
     return body
@@ -88,14 +95,19 @@ def build_upload_body(
     files: Sequence[FileEntry],
     workload_metadata: Metadata | None,
     description: str | None,
+    baseline_id: str | None = None,
 ) -> dict[str, Any]:
-    """The upload-url body, unchecked: for a body whose parts were checked already."""
+    """The upload-url body, unchecked: for a body whose parts were checked already.
+    ``baseline_id``: the traceset to compare it with once inspected (else the service
+    chooses the latest promoted one of the same workload and rank count)."""
     body: dict[str, Any] = {"name": name}
     if description is not None:
         body["description"] = description
     body["files"] = [plain(entry) for entry in files]
     if workload_metadata is not None:
         body["workloadMetadata"] = plain(workload_metadata)
+    if baseline_id is not None:
+        body["baselineId"] = baseline_id
     return body
 
 
@@ -196,6 +208,11 @@ def list_params(
 
 def traceset_path(traceset_id: str, *rest: str) -> str:
     return "/".join([TRACESETS, quote(traceset_id, safe=""), *rest])
+
+
+def compare_path(traceset_id: str, baseline_id: str, *rest: str) -> str:
+    """A comparison's route, or one of its pages' (``ranks``, ``kernels``, ``operators``)."""
+    return traceset_path(traceset_id, "compare", quote(baseline_id, safe=""), *rest)
 
 
 def file_path(traceset_id: str, name: str) -> str:

@@ -5,10 +5,10 @@ Every request and every step is ``ClientCore``'s; ``BlockingIO`` performs them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Self, TypeVar, Unpack
+from typing import TYPE_CHECKING, Any, Self, TypeVar, Unpack
 
 import httpx
 
@@ -22,7 +22,7 @@ from tracesets.client.answers import (
     as_upload_urls,
 )
 from tracesets.client.blocking import BlockingIO
-from tracesets.client.calls import USER_AGENT
+from tracesets.client.calls import USER_AGENT, Page, Step
 from tracesets.client.core import UploadPlan
 from tracesets.client.downloads import DownloadSummary
 from tracesets.client.files import (
@@ -32,14 +32,20 @@ from tracesets.client.files import (
 )
 from tracesets.client.plainhttp import PlainHttp
 from tracesets.client.progress import FilesCallback, ProgressCallback
+from tracesets.client.protocol import COMPARE_PAGE_MAX
 from tracesets.client.retry import RetryPolicy
 from tracesets.client.state import UploadState
+from tracesets.client.steps import Call
 from tracesets.client.transport import SchemeTransport
 from tracesets.uploadrequest import Role
 from tracesets.vocabulary import DEFAULT_SORT, ListFilters, Sort
 
 if TYPE_CHECKING:
     from tracesets.client.models import (
+        ComparedKernel,
+        ComparedOperator,
+        ComparedRank,
+        Comparison,
         PromotedTraceset,
         Traceset,
         TracesetFile,
@@ -54,6 +60,7 @@ if TYPE_CHECKING:
 __all__ = ["USER_AGENT", "Client"]
 
 T = TypeVar("T")
+P = TypeVar("P", bound=Page)
 
 
 class Client(BlockingIO):
@@ -115,6 +122,7 @@ class Client(BlockingIO):
         workload_metadata: protocol.Metadata | None = None,
         description: str | None = None,
         idempotency_key: str | None = None,
+        baseline_id: str | None = None,
     ) -> UploadUrlResponse:
         """Check the request with the upload rules, then ask for one signed URL per file.
 
@@ -122,7 +130,11 @@ class Client(BlockingIO):
         retried request never creates a second traceset.
         """
         body = protocol.upload_url_body(
-            name=name, files=files, workload_metadata=workload_metadata, description=description
+            name=name,
+            files=files,
+            workload_metadata=workload_metadata,
+            description=description,
+            baseline_id=baseline_id,
         )
         return as_upload_urls(self._fetch(self._upload_url_call(body, idempotency_key)))
 
@@ -184,6 +196,7 @@ class Client(BlockingIO):
         hash_progress: ProgressCallback | None = None,
         wait: float = 0,
         ignore_trace_ranks: bool = False,
+        baseline_id: str | None = None,
     ) -> Traceset:
         """Upload files and folders as one traceset; return it, ready.
 
@@ -198,6 +211,10 @@ class Client(BlockingIO):
         that contradict the declared rank count (a world size other than it, a rank not
         below it) raise ``ClientError`` before anything is sent, unless
         ``ignore_trace_ranks``; the rank count cannot change after upload.
+
+        Once inspected, the traceset is compared with ``baseline_id`` (a traceset of the
+        workspace), else with the latest promoted one of the same workload and rank count;
+        a regression against it is one of its inspection's warnings.
         """
         upload = UploadPlan.checked(
             collect(paths, supporting),
@@ -205,6 +222,7 @@ class Client(BlockingIO):
             workload_metadata=workload_metadata,
             description=description,
             ignore_trace_ranks=ignore_trace_ranks,
+            baseline_id=baseline_id,
         )
         return self.upload_plan(upload, progress=progress, hash_progress=hash_progress, wait=wait)
 
@@ -360,6 +378,57 @@ class Client(BlockingIO):
             if page.nextCursor is None:
                 return
             params = {**params, "cursor": page.nextCursor}
+
+    def compare(self, traceset_id: str, baseline_id: str) -> Comparison:
+        """``traceset_id`` against ``baseline_id``, both inspected, from what their
+        inspections stored: the headline (median step ratio, GPU idle and overlap
+        differences, the three largest contributors), the first page of ranks (matched by
+        rank number; none when the rank counts differ, ``perRankNote`` says so) and of
+        kernels (by absolute difference in time). ``compare_ranks`` and
+        ``compare_kernels`` page through all of them; ``ClientError`` 409 names a side not
+        inspected, 404 one not found."""
+        return self._fetch(self._compare_call(traceset_id, baseline_id))
+
+    def compare_ranks(
+        self, traceset_id: str, baseline_id: str, *, page_size: int = COMPARE_PAGE_MAX
+    ) -> Iterator[ComparedRank]:
+        """Every rank of ``compare``, in rank order, page after page."""
+        return self._items(
+            lambda c: self._compare_ranks_call(traceset_id, baseline_id, c, page_size)
+        )
+
+    def compare_kernels(
+        self, traceset_id: str, baseline_id: str, *, page_size: int = COMPARE_PAGE_MAX
+    ) -> Iterator[ComparedKernel]:
+        """Every kernel of ``compare``, by absolute difference in time, page after page."""
+        return self._items(
+            lambda c: self._compare_kernels_call(traceset_id, baseline_id, c, page_size)
+        )
+
+    def compare_operators(
+        self,
+        traceset_id: str,
+        baseline_id: str,
+        step: Step = "all",
+        *,
+        page_size: int = COMPARE_PAGE_MAX,
+    ) -> Iterator[ComparedOperator]:
+        """Each operator and kernel name's count and time on both sides, as HTA's
+        ``TraceDiff.compare_traces``, by absolute difference in time: over every profiled
+        step of every rank (``step="all"``), or the first step of each side's first rank
+        (``"first"``, HTA's defaults); page after page."""
+        return self._items(
+            lambda c: self._compare_operators_call(traceset_id, baseline_id, step, c, page_size)
+        )
+
+    def _items(self, page: Callable[[str | None], Call[P]]) -> Iterator[Any]:
+        """The items of every page, each page fetched when the one before is used up."""
+        cursor = None
+        while True:
+            answer = self._fetch(page(cursor))
+            yield from answer.items
+            if (cursor := answer.nextCursor) is None:
+                return
 
     def promote_traceset(
         self, traceset_id: str, workload_metadata: protocol.Metadata | None = None

@@ -1,8 +1,10 @@
-// The page's entry: sign in, then the list (#/?filters) or one traceset (#/tracesets/ID).
+// The page's entry: sign in, then the list (#/?filters), one traceset (#/tracesets/ID) or
+// a traceset against a baseline (#/tracesets/ID/compare/BASELINE).
 // Routes live in the URL's fragment, so the service serves one page and the token never
 // appears in a URL.
 
 import { call, session, whenUnauthorized } from './api.js';
+import { showComparison } from './compareview.js';
 import { showTraceset } from './detailview.js';
 import { h } from './dom.js';
 import { showList } from './listview.js';
@@ -85,7 +87,10 @@ async function route() {
   sessionBar.hidden = false;
   const hash = window.location.hash.replace(/^#/, '') || '/';
   const detail = hash.match(/^\/tracesets\/([^/?]+)$/);
-  if (detail) {
+  const compared = hash.match(/^\/tracesets\/([^/?]+)\/compare\/([^/?]+)$/);
+  if (compared) {
+    await showComparison(main, decodeURIComponent(compared[1]), decodeURIComponent(compared[2]));
+  } else if (detail) {
     await showTraceset(main, decodeURIComponent(detail[1]));
   } else {
     document.title = 'Tracesets';

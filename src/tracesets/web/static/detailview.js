@@ -1,7 +1,8 @@
-// One traceset: its facts first, then what inspecting its traces found, its metadata and
-// Promote, and last its files, a page at a time (there may be 100,000 of them).
+// One traceset: its facts first, then what inspecting its traces found, Compare with…, its
+// metadata and Promote, and last its files, a page at a time (there may be 100,000 of them).
 
 import { call, session } from './api.js';
+import { compareSection } from './comparepick.js';
 import { filesSection } from './filetable.js';
 import { formatBytes, formatCount, h, plural, replace, statusBadge, timeElement } from './dom.js';
 import { inspectionSection } from './inspection.js';
@@ -95,5 +96,14 @@ function render(main, answer) {
   const promotion = promotionSection(answer, promoted);
   const top = header(promotion);
   top.show(t);
-  replace(main, backLink(), ...top.nodes, inspection, promotion, filesSection(t, t.inspection));
+  const compare = compareSection(t);
+  if (compare) {
+    // Beside the name, as Promote… is: the section itself is far down a long inspection.
+    const promote = top.nodes[0].querySelector('.title-action');
+    promote.before(h('button', {
+      type: 'button', class: 'button title-action', id: 'compare-with',
+      onclick: () => { compare.scrollIntoView({ block: 'start' }); compare.querySelector('#baseline').focus(); },
+    }, 'Compare with…'));
+  }
+  replace(main, backLink(), ...top.nodes, inspection, compare, promotion, filesSection(t, t.inspection));
 }
