@@ -24,6 +24,7 @@ from tracesets.api import (
     access,
     blobs,
     compare_routes,
+    counting,
     front,
     health,
     hot,
@@ -228,7 +229,7 @@ def _build_stack(app: FastAPI, settings: Settings, front_in: bool) -> None:
     """Have the app's stack, once built, pass the hot routes' requests to a ``HotFront``
     (``front_in``) and every request through an ``Observer`` outside it all."""
     build = app.build_middleware_stack
-    reports: list[observe.Report] = [metrics.record]
+    reports: list[observe.Report] = [counting.record]
     if settings.log_format == "json":
         reports.append(observe.log_access)
 

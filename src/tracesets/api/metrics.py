@@ -5,8 +5,8 @@ on the same machine; any other client is told there is no such route (404), as w
 ``off``. uvicorn takes a client's address from ``X-Forwarded-For`` only when the proxy
 itself is on loopback, so a local proxy's clients are not loopback ones. ``token``: a
 bearer token with the ``metrics`` scope (``tracesets token create --scope metrics``).
-``open``: anyone. Every request is counted by ``record``, called by ``observe.Observer``
-outside the whole stack, hot routes included.
+``open``: anyone. Every request is counted by ``counting.record``, called by
+``observe.Observer`` outside the whole stack, hot routes included.
 """
 
 from __future__ import annotations
@@ -26,74 +26,14 @@ from prometheus_client.multiprocess import MultiProcessCollector, mark_process_d
 from prometheus_client.registry import Collector
 
 from tracesets import metrics
+from tracesets.api import counting
 from tracesets.api.deps import Service, authenticate, workspace_of
 from tracesets.api.openapi import errors
-from tracesets.problems import NotFound, Problem, TracesetsError
+from tracesets.problems import NotFound, Problem
 from tracesets.service.inspections import queue_figures
 from tracesets.settings import MULTIPROC_DIR, Settings
 
 router = APIRouter(tags=["service"])
-
-#: The routes whose answers are upload outcomes: (template, method) → what it is.
-_UPLOADS: Final = {
-    ("/api/v1/tracesets/upload-url", "POST"): "upload-url",
-    ("/api/v1/tracesets/{traceset_id}/files", "POST"): "add-files",
-    ("/api/v1/blobs/{traceset_id}/{idx}", "PUT"): "put",
-    ("/api/v1/tracesets/{traceset_id}/complete", "POST"): "complete",
-}
-
-
-def _slugs(kind: type[TracesetsError]) -> set[str]:
-    return {kind.slug}.union(*(_slugs(sub) for sub in kind.__subclasses__()))
-
-
-#: The problem types a refusal may be counted by; any other is ``other``.
-REASONS: Final = frozenset(_slugs(TracesetsError) | {"method-not-allowed"})
-
-#: Each (route, method, status)'s children of the request metrics, made once: looking
-#: labels up on every request cost more than counting.
-_Children = tuple[Any, Any, Any, Any, str | None]
-_children: dict[tuple[str, str, int], _Children] = {}
-
-
-def record(
-    route: str,
-    method: str,
-    status: int,
-    seconds: float,
-    received: int,
-    sent: int,
-    fields: dict[str, Any],
-) -> None:
-    """Count one answered request (``observe.Report``)."""
-    key = (route, method, status)
-    children = _children.get(key)
-    if children is None:
-        children = _children[key] = (
-            metrics.REQUESTS.labels(route, method, str(status)),
-            metrics.DURATION.labels(route, method),
-            metrics.RECEIVED.labels(route),
-            metrics.SENT.labels(route),
-            _UPLOADS.get((route, method)),
-        )
-    requests, duration, received_bytes, sent_bytes, upload = children
-    requests.inc()
-    duration.observe(seconds)
-    if received:
-        received_bytes.inc(received)
-    if sent:
-        sent_bytes.inc(sent)
-    if status == 429:
-        metrics.RATE_LIMITED.inc()
-    if upload is None:
-        return
-    if status >= 400:
-        reason = fields.get("problem")
-        metrics.UPLOADS_REFUSED.labels(reason if reason in REASONS else "other").inc()
-    elif upload in ("upload-url", "add-files") and status == 201:
-        metrics.UPLOADS_STARTED.labels(upload).inc()
-    elif upload == "complete" and status == 200:
-        metrics.UPLOADS_COMPLETED.inc()
 
 
 class _Queue(Collector):
@@ -153,7 +93,9 @@ def count_process() -> None:
 
 
 def forget_process() -> None:
-    """This process exits: its live gauges leave the shared folder (its counters stay)."""
+    """This process exits: its live gauges leave the shared folder (its counters stay,
+    with the requests counted last)."""
+    counting.write()
     if MULTIPROC_DIR in os.environ:
         mark_process_dead(os.getpid())  # type: ignore[no-untyped-call]
 

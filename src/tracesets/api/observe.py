@@ -4,7 +4,10 @@ The hot routes are served past the middleware stack (``api.front``), so a middle
 would miss them; this wraps the whole stack, which every request passes. A request's id
 is the client's ``X-Request-ID`` when it is a plain one (1 to 128 of ``A-Z a-z 0-9 . _
 -``: nothing a log line could be forged with), else one made here; every answer carries
-it back. Its route is the template (``/api/v1/tracesets/{traceset_id}``), never the path
+it back. A made id is 16 hex digits: a random start drawn once per process, counted up
+by one a request (unique within the process, and across processes unless two started
+within as many requests of each other out of 2**64): a random one per request, read
+from the system, cost more than the rest of the id's work. Its route is the template (``/api/v1/tracesets/{traceset_id}``), never the path
 itself, and ``unmatched`` when no route matched: a label of bounded values, whatever
 the paths sent. The fields the layers inside learn (the workspace, the problem's type)
 are added to ``logs.FIELDS`` as they go, and end in the request's log line.
@@ -12,9 +15,10 @@ are added to ``logs.FIELDS`` as they go, and end in the request's log line.
 
 from __future__ import annotations
 
+import itertools
 import logging
+import os
 import re
-import secrets
 import time
 from collections.abc import Callable
 from typing import Any, Final
@@ -27,6 +31,23 @@ access_log = logging.getLogger("tracesets.access")
 
 _REQUEST_ID: Final = re.compile(rb"[A-Za-z0-9._-]{1,128}")
 UNMATCHED: Final = "unmatched"
+_ID_MASK: Final = (1 << 64) - 1
+
+
+def _new_ids() -> itertools.count[int]:
+    return itertools.count(int.from_bytes(os.urandom(8)))
+
+
+_ids = _new_ids()
+
+
+def _draw_again() -> None:
+    """A forked process counts from a start of its own, not its parent's."""
+    global _ids  # noqa: PLW0603 (the process's one counter, replaced only in a new process)
+    _ids = _new_ids()
+
+
+os.register_at_fork(after_in_child=_draw_again)
 
 #: Called once a request is answered: route template, method, status, seconds, bytes in,
 #: bytes out, and its fields.
@@ -38,7 +59,7 @@ def request_id(scope: Scope) -> str:
     for name, value in scope["headers"]:
         if name == b"x-request-id" and _REQUEST_ID.fullmatch(value):
             return bytes(value).decode()
-    return secrets.token_hex(8)
+    return format(next(_ids) & _ID_MASK, "016x")
 
 
 def route_of(scope: Scope) -> str:
@@ -64,6 +85,8 @@ def log_access(
     fields: dict[str, Any],
 ) -> None:
     """The request's JSON line (``TRACESETS_LOG_FORMAT=json``): never its query."""
+    if not access_log.isEnabledFor(logging.INFO):
+        return
     access_log.info(
         "%s %s %d",
         method,
