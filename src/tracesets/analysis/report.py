@@ -120,6 +120,7 @@ class TracesetAnalysis:
             "stragglers": self.checks.stragglers,
             "desyncedGroups": self.checks.desynced_groups,
             "kernelSpread": [kernel.json() for kernel in self.spread],
+            "regression": None,  # the service's regression check fills it against a baseline
         }
 
 

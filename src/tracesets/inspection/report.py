@@ -32,6 +32,7 @@ NO_ANALYSIS: Final[Mapping[str, Any]] = {
     "stragglers": [],
     "desyncedGroups": [],
     "kernelSpread": [],
+    "regression": None,
 }
 
 
