@@ -18,6 +18,10 @@ to the answer:
   the standard library's ``JSONDecoder.raw_decode`` event by event, and orjson on the
   whole document (a reference: it holds the document).
 
+- against inflating (``inflate``): the analysis of the trace gzipped against ``gzip -dc``
+  of the same file, alternating, CPU time of each, MB/s of the trace inflated, and the
+  ratio of the speeds (the target: at least 0.5).
+
 The median of ``--runs`` runs is printed for each (``--big-runs`` for sizes of 1 GiB and
 more, ``--hta-runs`` / ``--hta-big-runs`` for HTA). ``--results FILE`` writes every run;
 ``--reuse FILE`` takes the runs of a previous results file whose trace has the same
@@ -302,7 +306,7 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--big-runs", type=int, default=3, help="runs at 1 GiB and more")
     parser.add_argument("--hta-runs", type=int, default=5)
     parser.add_argument("--hta-big-runs", type=int, default=1, help="HTA runs at 256 MiB+")
-    parser.add_argument("--only", choices=("ours", "hta", "candidates"), action="append")
+    parser.add_argument("--only", choices=("ours", "hta", "candidates", "inflate"), action="append")
     parser.add_argument("--no-hta", action="store_true")
     parser.add_argument("--hta-limit-gib", type=float, default=16.0)
     parser.add_argument("--hta-cpu-limit", type=float, default=4 * 3600.0)
@@ -376,11 +380,40 @@ class Bench:
                 f"{hta['rss'] / ours['rss']:.1f}x its peak RSS",
                 flush=True,
             )
+        if "inflate" in only:
+            self.against_inflate(path, size, runs)
         if "candidates" in only and mib == args.candidates_mib:
             print(f"JSON streaming candidates on {size / MIB:,.1f} MiB", flush=True)
             for how in CANDIDATES:
                 result = self.measure(how, mib, sha, path, args.candidate_runs)
                 print(line(how, size, result), flush=True)
+
+    def against_inflate(self, path: Path, size: int, runs: int) -> None:
+        """The analysis of the gzipped trace against ``gzip -dc`` of the same file, in CPU
+        time, alternating: the target is at least half of the inflate speed."""
+        packed = path.with_suffix(".json.gz")
+        if not packed.exists():
+            with packed.open("wb") as out:
+                subprocess.run(["gzip", "-6", "-c", str(path)], stdout=out, check=True)
+        inflate, ours = [], []
+        for _ in range(runs):
+            before = cpu_seconds()
+            subprocess.run(["gzip", "-dc", str(packed)], stdout=subprocess.DEVNULL, check=True)
+            inflate.append(cpu_seconds() - before)
+            ours.append(in_child("ours", packed)["cpu"])
+        ratios = sorted(i / o for i, o in zip(inflate, ours, strict=True))
+
+        def speeds(times: list[float]) -> str:
+            mbs = sorted(size / 1e6 / t for t in times)
+            return f"{statistics.median(mbs):,.0f} MB/s ({mbs[0]:,.0f}-{mbs[-1]:,.0f})"
+
+        print(f"  gzip -dc      {speeds(inflate)}", flush=True)
+        print(f"  analysis (gz) {speeds(ours)}", flush=True)
+        print(
+            f"  analysis / inflate speed: {statistics.median(ratios):.2f} "
+            f"({ratios[0]:.2f}-{ratios[-1]:.2f}, {runs} alternating pairs; target 0.50)",
+            flush=True,
+        )
 
 
 def main() -> None:
@@ -391,7 +424,9 @@ def main() -> None:
         result = runners[kind](target) if kind in runners else child_candidate(target, kind)
         print(json.dumps(result))
         return
-    only = set(args.only or ("ours", "hta", "candidates")) - ({"hta"} if args.no_hta else set())
+    only = set(args.only or ("ours", "hta", "candidates", "inflate")) - (
+        {"hta"} if args.no_hta else set()
+    )
     root = args.keep or Path(tempfile.mkdtemp(prefix="analyze-traces-"))
     print(f"load average {os.getloadavg()}, {os.cpu_count()} CPUs", flush=True)
     bench = Bench(args)

@@ -14,7 +14,7 @@ from tests.flows import RANKS_8, problems, request_urls, spec, upload
 from tests.server import FRESH_CONNECTIONS, ServerProcess
 
 OPENAPI = json.loads((Path(__file__).resolve().parents[2] / "openapi.json").read_text())
-SAMPLE = {"traceset_id": "0" * 32, "name": "a", "idx": "0"}
+SAMPLE = {"traceset_id": "0" * 32, "baseline_id": "1" * 32, "name": "a", "idx": "0"}
 
 
 def bearer_routes() -> list[tuple[str, str]]:

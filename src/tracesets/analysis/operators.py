@@ -63,13 +63,12 @@ class OperatorCounter:
 
     def __init__(self, gpu_names: list[str] | None = None) -> None:
         self.gpu_names = [] if gpu_names is None else gpu_names
-        self.gpu_index: list[int] = []  # a GPU name's number: its index here
-        self.index: dict[str, int] = {}
+        self.gpu_cells: list[list[float]] = []  # a GPU name's cell, by its number
+        # Per name, [count, total, first step's count, first step's total]: one list, so
+        # the event loop's fast path (``RankAccumulator.add_all``) is a lookup and adds.
+        self.by_name: dict[str, list[float]] = {}
         self.names: list[str] = []
-        self.count: list[int] = []
-        self.total: list[float] = []
-        self.first_count: list[int] = []
-        self.first_total: list[float] = []
+        self.cells: list[list[float]] = []
         self.first: int | None = None  # the smallest step number read
         # the steps read, by start: 24 bytes each (a trace may have a million)
         self.starts = array("d")
@@ -77,26 +76,26 @@ class OperatorCounter:
         self.numbers = array("q")
         self.low = self.high = math.nan  # the step the last event fell in
         self.current = -1
+        self.in_first = False  # that step is the first
         self.pending_ts = array("d")
         self.pending_dur = array("d")
         self.pending_name = array("l")
         self.rescan = True
 
     def _name(self, name: str) -> int:
-        at = self.index.get(name)
-        if at is not None:
-            return at
+        cell = self.by_name.get(name)
+        if cell is not None:
+            return int(cell[4])
         if len(self.names) >= MAX_NAMES:
             return self._name(OTHER) if name != OTHER else self._new(OTHER)
         return self._new(name)
 
     def _new(self, name: str) -> int:
-        at = self.index[name] = len(self.names)
+        at = len(self.names)
         self.names.append(name if len(name) <= MAX_NAME_CHARS else name[: MAX_NAME_CHARS - 1] + "…")
-        self.count.append(0)
-        self.total.append(0.0)
-        self.first_count.append(0)
-        self.first_total.append(0.0)
+        cell: list[float] = [0, 0.0, 0, 0.0, at]
+        self.cells.append(cell)
+        self.by_name[name] = cell
         return at
 
     def step(self, number: int, name: str, start: float, end: float) -> None:
@@ -107,20 +106,21 @@ class OperatorCounter:
         self.numbers.insert(at, number)
         if self.first is None or number < self.first:
             self.first = number
-            self.first_count = [0] * len(self.names)
-            self.first_total = [0.0] * len(self.names)
+            for cell in self.cells:
+                cell[2], cell[3] = 0, 0.0
+            self.in_first = self.current == number
         if len(self.pending_ts) > 0 and self.rescan:
             self._place_pending()
             self.rescan = len(self.pending_ts) <= RESCAN_LEFT
         held_by = self._step_of(start)
         if held_by >= 0:
-            steps = self._name(STEPS)
-            self.count[steps] += 1
-            self.total[steps] += end - start
+            steps = self.cells[self._name(STEPS)]
+            steps[0] += 1
+            steps[1] += end - start
             if held_by == self.first:
-                own = self._name(name)
-                self.first_count[own] += 1
-                self.first_total[own] += end - start
+                own = self.cells[self._name(name)]
+                own[2] += 1
+                own[3] += end - start
 
     def _step_of(self, ts: float) -> int:
         """The number of the step read that holds ``ts``, -1 if none."""
@@ -132,17 +132,19 @@ class OperatorCounter:
             return -1
         number = self.numbers[at]
         self.low, self.high, self.current = self.starts[at], end, number
+        self.in_first = number == self.first
         return number
 
     def _add(self, at: int, step: int, dur: float) -> None:
-        self.count[at] += 1
-        self.total[at] += dur
+        cell = self.cells[at]
+        cell[0] += 1
+        cell[1] += dur
         if step == self.first:
-            self.first_count[at] += 1
-            self.first_total[at] += dur
+            cell[2] += 1
+            cell[3] += dur
 
     def cpu(self, name: str, ts: float, dur: float) -> None:
-        """A CPU event (stream below 0): by the step holding ``ts``, now or at the end."""
+        """A CPU event (stream below 0): by the step holding ``ts``, now or once read."""
         if self.low <= ts < self.high:
             step = self.current
         else:
@@ -160,13 +162,17 @@ class OperatorCounter:
         CPU event launched it."""
         if not code & LAUNCHED:
             return
-        step = self._step_of(launched_at)
-        if step < 0:
+        if not self.low <= launched_at < self.high and self._step_of(launched_at) < 0:
             return
-        while number >= len(self.gpu_index):
-            index = len(self.gpu_index)
-            self.gpu_index.append(self._name(self.gpu_names[index]))
-        self._add(self.gpu_index[number] if number >= 0 else self._name(OTHER), step, dur)
+        cells = self.gpu_cells
+        while number >= len(cells):
+            cells.append(self.cells[self._name(self.gpu_names[len(cells)])])
+        cell = cells[number] if number >= 0 else self.cells[self._name(OTHER)]
+        cell[0] += 1
+        cell[1] += dur
+        if self.in_first:
+            cell[2] += 1
+            cell[3] += dur
 
     def _place_pending(self) -> None:
         """Count the events kept that a step read holds; keep the others."""
@@ -184,25 +190,25 @@ class OperatorCounter:
     def rows(self) -> list[OperatorRow]:
         """Every name that ran in a step, the largest totals first, bounded."""
         self._place_pending()
-        other = self.index.get(OTHER)
+        other = self.by_name.get(OTHER)
         ranked = sorted(
-            (i for i, n in enumerate(self.count) if (n or self.first_count[i]) and i != other),
-            key=lambda i: (-self.total[i], -self.first_total[i], self.names[i]),
+            (c for c in self.cells if (c[0] or c[2]) and c is not other),
+            key=lambda c: (-c[1], -c[3], self.names[int(c[4])]),
         )
         rest = [] if other is None else [other]  # names past the bound are "other" already
         if len(ranked) + len(rest) > MAX_OPERATOR_ROWS:
             rest += ranked[MAX_OPERATOR_ROWS - 1 :]
             ranked = ranked[: MAX_OPERATOR_ROWS - 1]
-        rows = [self._row(self.names[i], [i]) for i in ranked]
+        rows = [self._row(self.names[int(c[4])], [c]) for c in ranked]
         if rest:
             rows.append(self._row(OTHER, rest))
         return rows
 
-    def _row(self, name: str, members: list[int]) -> OperatorRow:
+    def _row(self, name: str, cells: list[list[float]]) -> OperatorRow:
         return OperatorRow(
             name=name,
-            count=sum(self.count[i] for i in members),
-            total_us=as_us(sum(self.total[i] for i in members)),
-            first_count=sum(self.first_count[i] for i in members),
-            first_total_us=as_us(sum(self.first_total[i] for i in members)),
+            count=int(sum(c[0] for c in cells)),
+            total_us=as_us(sum(c[1] for c in cells)),
+            first_count=int(sum(c[2] for c in cells)),
+            first_total_us=as_us(sum(c[3] for c in cells)),
         )

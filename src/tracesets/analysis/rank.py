@@ -143,7 +143,7 @@ class RankAccumulator:
         #: served as JSON of 64-bit integers, and no real trace comes near.
         self.past_64_bits: str | None = None
 
-    def add_all(self, events: list[Any]) -> None:
+    def add_all(self, events: list[Any]) -> None:  # noqa: PLR0915 (one loop per event)
         """Fold a batch of events in (``decoding.TraceEvent``s; other items are not
         objects), one loop: this runs once per event of every trace.
 
@@ -157,7 +157,8 @@ class RankAccumulator:
         self.events += len(events)
         numbers = _NUMBERS
         add_gpu, add_launch = self.gpu.add_gpu, self.gpu.add_launch
-        count_cpu = self.operators.cpu
+        ops = self.operators
+        count_cpu, by_name = ops.cpu, ops.by_name
         for event in events:
             if type(event) is not TraceEvent:
                 continue
@@ -187,7 +188,15 @@ class RankAccumulator:
                 if type(start) is float:
                     start, end = hta_interval(start, length, fractional=True)
                     length = end - start
-                count_cpu(name, start, length)
+                # in the step the previous event fell in, of a name seen: count it here
+                if ops.low <= start < ops.high and (cell := by_name.get(name)) is not None:
+                    cell[0] += 1
+                    cell[1] += length
+                    if ops.in_first:
+                        cell[2] += 1
+                        cell[3] += length
+                else:
+                    count_cpu(name, start, length)
                 continue
             if type(stream) is not int:
                 stream = _stream(stream)
