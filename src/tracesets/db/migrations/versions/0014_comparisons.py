@@ -60,6 +60,7 @@ def downgrade() -> None:
     with op.batch_alter_table("inspections") as batch:
         batch.drop_column("regressed")
         batch.drop_column("baseline_id")
-    with op.batch_alter_table("tracesets") as batch:
-        batch.drop_column("baseline_id")
+    # Not a batch: SQLite's batch copies the table, and cannot copy tracesets' generated
+    # columns (0002); both engines drop a plain column in place (SQLite since 3.35).
+    op.execute("ALTER TABLE tracesets DROP COLUMN baseline_id")
     op.drop_table("inspection_operators")
