@@ -47,8 +47,14 @@ def assert_agrees(gpu: GpuTime, hta: dict[str, float]) -> None:
 
 @pytest.mark.parametrize(
     "names",
-    [("sampled_rank-0.json.gz", "sampled_rank-1.json.gz"), ("nccl_data.json.gz",)],
-    ids=["sampled-ranks", "nccl-data"],
+    [
+        ("sampled_rank-0.json.gz", "sampled_rank-1.json.gz"),
+        ("nccl_data.json.gz",),
+        ("mi250_minitoy_train_ROCm6_2_kineto.json.gz",),
+        ("mtia_inference_rank_0.json.gz",),
+        ("mtia_rank_0.json.gz",),
+    ],
+    ids=["sampled-ranks", "nccl-data", "rocm-mi250", "mtia-inference", "mtia-training"],
 )
 def test_real_traces_agree_with_hta(tmp_path: Path, names: tuple[str, ...]) -> None:
     for name in names:

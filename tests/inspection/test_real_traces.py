@@ -4,6 +4,9 @@
 | sampled_rank-0/1.json.gz | two ranks of one NCCL job, compact one-line JSON, world_size 128 |
 | nccl_data.json.gz | rank 0 of a 2-rank NCCL job, pretty-printed, with pg_config |
 | rank_not_found.json.gz | a trace whose distributedInfo has no rank |
+| mi250_minitoy_train_ROCm6_2_kineto.json.gz | a ROCm (MI250) training run, no distributedInfo |
+| mtia_inference_rank_0.json.gz | an MTIA inference run, the rank only in its file name |
+| mtia_rank_0.json.gz | an MTIA training run, rank 0 of 1 |
 """
 
 from __future__ import annotations
@@ -89,6 +92,18 @@ def test_the_four_together() -> None:
         "rank_not_found.json.gz does not say its rank: distributedInfo has no rank."
         in summary.warnings
     )
+
+
+def test_other_device_kinds_say_their_rank_as_far_as_they_can() -> None:
+    rocm = inspect_real("mi250_minitoy_train_ROCm6_2_kineto.json.gz")
+    assert (rocm.rank, rocm.world_size, rocm.backend, rocm.rank_source) == (None, None, None, None)
+    assert rocm.problem is not None and "no distributedInfo" in rocm.problem
+    inference = inspect_real("mtia_inference_rank_0.json.gz")
+    assert (inference.rank, inference.world_size, inference.rank_source) == (0, None, "file name")
+    training = inspect_real("mtia_rank_0.json.gz")
+    assert (training.rank, training.world_size, training.rank_source) == (0, 1, "header")
+    assert training.backend == "mtia:hccl,cpu:gloo"
+    assert all(f.readable and f.format == "kineto-json-gzip" for f in (rocm, inference, training))
 
 
 def test_the_sampled_pair_misses_126_ranks_of_its_world() -> None:

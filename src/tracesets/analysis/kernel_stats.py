@@ -281,16 +281,18 @@ class KernelFold:
         return KernelStats(_types(by_mask), self._top(), self._idle_rows(), self._launches())
 
     def _top(self) -> list[KernelRow]:
+        # most time first, a tie by name: HTA leaves ties in no particular order
         ranked = sorted(
-            (m.total, i) for i, m in enumerate(self.moments) if m.count and m.kind in TYPE_NAMES
+            (-m.total, self.names[i], i)
+            for i, m in enumerate(self.moments)
+            if m.count and m.kind in TYPE_NAMES
         )
-        ranked.reverse()
         rows = [
             self.moments[i].row(self.names[i], TYPE_NAMES[self.moments[i].kind])
-            for _, i in ranked[:TOP]
+            for _, _, i in ranked[:TOP]
         ]
         rest = _Moments(-1)
-        for _, i in ranked[TOP:]:
+        for _, _, i in ranked[TOP:]:
             rest.merge(self.moments[i])
         rest.merge(self.unnamed)
         if rest.count:
