@@ -36,6 +36,7 @@ from tests.hardening.stall import (
     stalled,
 )
 from tests.server import ServerProcess
+from tracesets.api.connections import connection_budget
 from tracesets.problems import ServiceUnavailable
 from tracesets.storage.local import LocalBlobStore
 from tracesets.storage.signing import URLSigner
@@ -282,3 +283,33 @@ def test_an_upload_out_of_descriptors_is_refused_503(tmp_path: Path) -> None:
     asyncio.run(attempt())
     assert list((tmp_path / "tmp").iterdir()) == []
     assert [p for p in (tmp_path / "blobs").rglob("*") if p.is_file()] == []
+
+
+def test_probes_and_metrics_are_answered_when_every_request_slot_is_taken(
+    tmp_path: Path,
+) -> None:
+    """A busy service is alive: with every request slot held by stalled bodies, the
+    health probes and the metrics still answer 200, while the API answers 503."""
+    server = start(
+        tmp_path, files_limit=256, TRACESETS_HEADER_TIMEOUT="120", TRACESETS_BODY_IDLE_TIMEOUT="120"
+    )
+    held: list[socket.socket] = []
+    try:
+        url = f"{server.url}/api/v1/tracesets/upload-url"
+        auth = {"Authorization": f"Bearer {server.token}"}
+        for _ in range(connection_budget(256) + 8):  # more stalled bodies than slots
+            held.append(stalled("POST", url, length=100, sent=b"{", headers=auth,
+                                content_type="application/json"))  # fmt: skip
+        wait_for(lambda: any(answered(sock) for sock in held), "a request to be refused")
+        refused = read_answer(next(sock for sock in held if answered(sock)))
+        is_problem(refused, 503)
+        with httpx.Client(base_url=server.url, timeout=60) as client:
+            for path in ("/livez", "/readyz", "/healthz", "/metrics"):
+                assert client.get(path).status_code == 200, path
+            busy = client.get("/api/v1/tracesets", headers=auth)
+        assert busy.status_code == 503, busy.text
+        assert busy.headers["retry-after"].isdigit()
+    finally:
+        for sock in held:
+            sock.close()
+        server.stop()

@@ -13,7 +13,8 @@ answer is 431 and the connection is closed, nothing more read.
 Uvicorn's ``limit_concurrency`` answers 503 to requests past the limit, in plain text;
 here the answer is problem details with Retry-After, and connections past twice the
 limit are closed as soon as they are accepted. So the descriptors sockets hold stay
-within the budget ``connection_budget`` leaves beside the files requests open.
+within the budget ``connection_budget`` leaves beside the files requests open. Health
+probes and metrics are still answered a little past the limit (``OPERATOR_PATHS``).
 
 Uvicorn writes an answer's status line and headers, then its body, each as soon as it
 has them: two sends, and two TCP segments the client wakes up for, for every small JSON
@@ -54,6 +55,13 @@ _BUSY_RETRY_AFTER = 1
 #: Bytes held for one send at most: a larger body goes out as it comes, with the
 #: transport's own flow control (uvicorn waits for it to drain between writes).
 COALESCE_LIMIT: Final = 64 * 1024
+
+#: Routes answered past the request limit: a probe or a scrape refused because the
+#: service is busy would have an orchestrator restart a process that is only busy, and
+#: leave the operator without metrics when they matter most. They still count: at most
+#: ``PROBE_ROOM`` of them past the limit (``/readyz`` opens the database and the store).
+OPERATOR_PATHS: Final = frozenset((b"/livez", b"/readyz", b"/healthz", b"/metrics"))
+PROBE_ROOM: Final = 8
 
 #: Bytes of a request's line and headers at most (nginx's and Node's bound is 8 to 16
 #: KiB; a token, a signed URL and the usual headers take under 2 KiB).
@@ -262,8 +270,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self.in_headers = False
         self.in_body = True
         self._disarm()
-        limit = self.request_limit
-        busy = limit is not None and (len(self.connections) >= limit or len(self.tasks) >= limit)
+        busy = self._busy()
         app, transport = self.app, self.transport
         self.app = _busy_app if busy else app
         self.transport = self.writes  # type: ignore[assignment]
@@ -271,6 +278,16 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             super().on_headers_complete()
         finally:
             self.app, self.transport = app, transport
+
+    def _busy(self) -> bool:
+        """Whether this request is past the limit: connections or requests at it, or for
+        an operator's route, requests ``PROBE_ROOM`` past it."""
+        limit = self.request_limit
+        if limit is None:
+            return False
+        if self.url.partition(b"?")[0] in OPERATOR_PATHS:  # (the scope has no path yet)
+            return len(self.tasks) >= limit + PROBE_ROOM
+        return len(self.connections) >= limit or len(self.tasks) >= limit
 
     def shutdown(self) -> None:
         self.writes.flush()  # an answer written in this step, before the connection closes
