@@ -289,7 +289,8 @@ def test_probes_and_metrics_are_answered_when_every_request_slot_is_taken(
     tmp_path: Path,
 ) -> None:
     """A busy service is alive: with every request slot held by stalled bodies, the
-    health probes and the metrics still answer 200, while the API answers 503."""
+    health probes and the metrics still answer 200, while the API answers 503, each
+    refusal with its request id and counted in the metrics."""
     server = start(
         tmp_path, files_limit=256, TRACESETS_HEADER_TIMEOUT="120", TRACESETS_BODY_IDLE_TIMEOUT="120"
     )
@@ -302,13 +303,23 @@ def test_probes_and_metrics_are_answered_when_every_request_slot_is_taken(
                                 content_type="application/json"))  # fmt: skip
         wait_for(lambda: any(answered(sock) for sock in held), "a request to be refused")
         refused = read_answer(next(sock for sock in held if answered(sock)))
-        is_problem(refused, 503)
+        assert is_problem(refused, 503).headers["x-request-id"]
         with httpx.Client(base_url=server.url, timeout=60) as client:
             for path in ("/livez", "/readyz", "/healthz", "/metrics"):
                 assert client.get(path).status_code == 200, path
-            busy = client.get("/api/v1/tracesets", headers=auth)
-        assert busy.status_code == 503, busy.text
-        assert busy.headers["retry-after"].isdigit()
+            busy = client.get("/api/v1/tracesets", headers={**auth, "X-Request-ID": "busy-1"})
+            assert busy.status_code == 503, busy.text
+            assert busy.headers["retry-after"].isdigit()
+            assert busy.headers["x-request-id"] == "busy-1"  # observed like any answer
+            # counted (unrouted: under ``busy``), so an operator can alert on them
+            counted = [
+                line
+                for line in client.get("/metrics").text.splitlines()
+                if line.startswith("tracesets_http_requests_total{")
+                and 'route="busy"' in line
+                and 'status="503"' in line
+            ]
+        assert counted and float(counted[0].rsplit(" ", 1)[1]) >= 2, counted
     finally:
         for sock in held:
             sock.close()

@@ -36,6 +36,7 @@ from tracesets.api import (
     usage,
 )
 from tracesets.api.compression import CompressAnswers
+from tracesets.api.connections import busy_app
 from tracesets.api.guards import (
     OUT_OF_DESCRIPTORS,
     UPLOAD_RETRY_AFTER,
@@ -243,7 +244,7 @@ def _build_stack(app: FastAPI, settings: Settings, front_in: bool) -> None:
                 settings.body_idle_timeout,
                 settings.min_body_rate,
             )
-        return observe.Observer(stack, reports)
+        return observe.Observer(stack, reports, busy_app)
 
     app.build_middleware_stack = build_observed  # type: ignore[method-assign]
 

@@ -37,6 +37,7 @@ from uvicorn.server import ServerState
 
 from tracesets.api import render
 from tracesets.api.guards import BODY_ARRIVAL, BodyArrival
+from tracesets.api.observe import BUSY
 from tracesets.problems import (
     HeadersTooLarge,
     InvalidRequest,
@@ -111,7 +112,8 @@ def _head_too_large() -> HeadersTooLarge:
     )
 
 
-async def _busy_app(scope: Scope, receive: Receive, send: Send) -> None:
+async def busy_app(scope: Scope, receive: Receive, send: Send) -> None:
+    """The answer to a request past the limit (``observe.Observer`` serves it)."""
     refusal = ServiceUnavailable.busy(
         "The service serves all the requests it can at once", _BUSY_RETRY_AFTER
     )
@@ -265,19 +267,19 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         super().on_message_complete()
 
     def on_headers_complete(self) -> None:
-        """Start the request's cycle (uvicorn's), writing through ``writes``, with the app
-        or, past the limit, the busy answer."""
+        """Start the request's cycle (uvicorn's), writing through ``writes``; past the
+        limit, marked ``BUSY``, for the observer to answer 503 in the app's place."""
         self.in_headers = False
         self.in_body = True
         self._disarm()
-        busy = self._busy()
-        app, transport = self.app, self.transport
-        self.app = _busy_app if busy else app
+        if self._busy():
+            self.scope[BUSY] = True  # type: ignore[typeddict-unknown-key]
+        transport = self.transport
         self.transport = self.writes  # type: ignore[assignment]
         try:
             super().on_headers_complete()
         finally:
-            self.app, self.transport = app, transport
+            self.transport = transport
 
     def _busy(self) -> bool:
         """Whether this request is past the limit: connections or requests at it, or for

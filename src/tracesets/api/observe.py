@@ -31,6 +31,10 @@ access_log = logging.getLogger("tracesets.access")
 
 _REQUEST_ID: Final = re.compile(rb"[A-Za-z0-9._-]{1,128}")
 UNMATCHED: Final = "unmatched"
+#: The scope's key the protocol (``connections``) sets on a request past its limit, and
+#: the route such a request is counted under: it is answered 503 unrouted.
+BUSY: Final = "tracesets.busy"
+BUSY_ROUTE: Final = "busy"
 _ID_MASK: Final = (1 << 64) - 1
 
 
@@ -65,7 +69,9 @@ def request_id(scope: Scope) -> str:
 def route_of(scope: Scope) -> str:
     route = scope.get("route")
     path = getattr(route, "path", None)
-    return path if isinstance(path, str) and path else UNMATCHED
+    if isinstance(path, str) and path:
+        return path
+    return BUSY_ROUTE if scope.get(BUSY) else UNMATCHED
 
 
 def note(name: str, value: object) -> None:
@@ -104,11 +110,14 @@ def log_access(
 
 
 class Observer:
-    """ASGI middleware: the request's id in and out, and ``reports`` once it is answered."""
+    """ASGI middleware: the request's id in and out, and ``reports`` once it is answered;
+    a request past the limit (``BUSY``) is answered by ``busy`` instead of ``app``, so
+    it is counted, logged and given its id like any other."""
 
-    def __init__(self, app: ASGIApp, reports: list[Report]) -> None:
+    def __init__(self, app: ASGIApp, reports: list[Report], busy: ASGIApp) -> None:
         self.app = app
         self.reports = reports
+        self.busy = busy
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -139,7 +148,7 @@ class Observer:
             await send(message)
 
         try:
-            await self.app(scope, counted, sender)
+            await (self.busy if scope.get(BUSY) else self.app)(scope, counted, sender)
         finally:
             seconds = time.perf_counter() - started
             route, method = route_of(scope), scope["method"]
