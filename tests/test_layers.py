@@ -24,6 +24,7 @@ LAYERS: dict[str, int] = {
     "tracesets.version": 0,
     "tracesets.vocabulary": 0,
     "tracesets.performance": 0,  # the medians over ranks a traceset is searched by
+    "tracesets.filenames": 0,  # a traceset's file names: unsafe ones, and two that are one file
     "tracesets.uploadrequest": 1,
     "tracesets.promotion": 1,
     "tracesets.settings": 1,

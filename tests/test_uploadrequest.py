@@ -8,14 +8,13 @@ from typing import Any
 
 import pytest
 
+from tracesets.filenames import file_name_problem, same_name_key
 from tracesets.jsontext import JsonNumber, loads
 from tracesets.problems import InvalidRequest, Problem
 from tracesets.uploadrequest import (
     FileSpec,
     UploadRequest,
-    file_name_problem,
     read_upload_request,
-    same_name_key,
 )
 
 TIB = 1024**4

@@ -17,7 +17,7 @@ from tracesets.client.answers import FileLike
 from tracesets.client.errors import ClientError
 from tracesets.client.files import CHUNK, PathLike
 from tracesets.client.progress import ProgressCallback, ProgressCounter
-from tracesets.uploadrequest import folders_of, same_name_key
+from tracesets.filenames import folders_of, same_name_key
 
 F = TypeVar("F", bound=FileLike)
 

@@ -25,11 +25,12 @@ from sqlalchemy import (
 from tracesets.db import prepared
 from tracesets.db.engine import Database
 from tracesets.db.tables import files, tracesets
+from tracesets.filenames import same_name_key
 from tracesets.records import (
     Checked,
     StoredFile,
 )
-from tracesets.uploadrequest import FileSpec, same_name_key
+from tracesets.uploadrequest import FileSpec
 from tracesets.vocabulary import Status
 
 #: Names compared per statement, well under every backend's limit on bound parameters.

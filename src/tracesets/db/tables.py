@@ -96,7 +96,7 @@ files = Table(
     # How complete found the file whole (storage.base.Checked): who vouched, and the value.
     Column("checked_by", String(32), nullable=True),
     Column("checked_checksum", String(128), nullable=True),
-    # uploadrequest.same_name_key(name), unique in the traceset (migration 0012).
+    # filenames.same_name_key(name), unique in the traceset (migration 0012).
     Column("name_key", NameKey, nullable=True),
 )
 

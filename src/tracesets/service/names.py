@@ -14,9 +14,10 @@ from collections.abc import Mapping, Sequence
 from sqlalchemy import Connection
 
 from tracesets.db import file_rows
+from tracesets.filenames import folders_of, same_name_key
 from tracesets.problems import Conflict, Problem
 from tracesets.records import StoredFile
-from tracesets.uploadrequest import FileSpec, folders_of, same_name_key
+from tracesets.uploadrequest import FileSpec
 
 
 def stored_alike(conn: Connection, seq: int, specs: Sequence[FileSpec]) -> dict[str, StoredFile]:

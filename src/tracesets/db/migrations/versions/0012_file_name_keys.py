@@ -1,6 +1,6 @@
 """Each file's name key, unique in its traceset: names one file on some disk, one row.
 
-``name_key`` is ``uploadrequest.same_name_key(name)``: names equal once Unicode-normalized
+``name_key`` is ``filenames.same_name_key(name)``: names equal once Unicode-normalized
 (NFC) and case-folded share it. The unique index on (traceset, key) makes two requests
 that add ``A.json`` and ``a.json`` at once unable both to succeed, on every backend, and
 finds the files in a folder (a range of keys) for the check that no name is both a file
@@ -18,7 +18,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-from tracesets.uploadrequest import same_name_key
+from tracesets.filenames import same_name_key
 
 revision = "0012"
 down_revision = "0011"
