@@ -9,6 +9,7 @@ these services wait two minutes for headers, so only the bound can end the attac
 from __future__ import annotations
 
 import json
+import re
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -48,6 +49,7 @@ def test_a_head_past_the_bound_is_answered_431(patient: ServerProcess) -> None:
         sock.sendall(start_line + b"a" * (MAX_HEAD_BYTES + 1 - len(start_line)))
         answer = is_problem(read_answer(sock), 431)
     assert answer.headers["connection"] == "close"
+    assert re.fullmatch("[0-9a-f]{16}", answer.headers["x-request-id"])  # one of its own
     problem = json.loads(answer.body)
     assert problem["type"] == "urn:tracesets:problem:headers-too-large"
     assert problem["errors"][0]["member"] == "request"

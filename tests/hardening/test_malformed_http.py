@@ -8,7 +8,9 @@ description documents nowhere.
 from __future__ import annotations
 
 import json
+import re
 
+import httpx
 import pytest
 
 from tests.hardening.stall import connect, read_answer
@@ -18,7 +20,8 @@ from tests.server import ServerProcess
 @pytest.mark.parametrize(
     "request_head",
     [
-        b"GET /api/v1/whoami HTTP/1.1\r\nHost: x\r\nContent-Length: P^_\r\n\r\n",
+        b"GET /api/v1/whoami HTTP/1.1\r\nHost: x\r\nX-Request-ID: mine-1\r\n"
+        b"Content-Length: P^_\r\n\r\n",
         b"GET /api/v1/whoami HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
         b"GET /api/v1/who ami HTTP/1.1\r\nHost: x\r\n\r\n",
         b"GET /api/v1/whoami HTTP/1.1\r\nHost x\r\n\r\n",
@@ -28,6 +31,7 @@ from tests.server import ServerProcess
 def test_a_request_the_parser_refuses_is_answered_with_problem_details(
     hardening_server: ServerProcess, request_head: bytes
 ) -> None:
+    before = unread(hardening_server)
     sock = connect(hardening_server.url)
     try:
         sock.sendall(request_head)
@@ -42,3 +46,17 @@ def test_a_request_the_parser_refuses_is_answered_with_problem_details(
     assert problem["status"] == 400
     assert problem["errors"][0]["member"] == "request"
     assert "not valid HTTP/1.1" in problem["detail"]
+    # counted, and given a request id (the client's, when its header was read)
+    rid = answer.headers["x-request-id"]
+    assert rid == "mine-1" if b"mine-1" in request_head else re.fullmatch("[0-9a-f]{16}", rid)
+    assert unread(hardening_server) == before + 1
+
+
+def unread(server: ServerProcess) -> float:
+    """The requests the metrics count as refused before they were read whole."""
+    lines = httpx.get(f"{server.url}/metrics", timeout=60).text.splitlines()
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in lines
+        if line.startswith("tracesets_http_requests_total{") and 'route="unread"' in line
+    )

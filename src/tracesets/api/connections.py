@@ -35,7 +35,7 @@ from uvicorn.config import Config
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 from uvicorn.server import ServerState
 
-from tracesets.api import render
+from tracesets.api import counting, observe, render
 from tracesets.api.guards import BODY_ARRIVAL, BodyArrival
 from tracesets.api.observe import BUSY
 from tracesets.problems import (
@@ -63,6 +63,10 @@ COALESCE_LIMIT: Final = 64 * 1024
 #: ``PROBE_ROOM`` of them past the limit (``/readyz`` opens the database and the store).
 OPERATOR_PATHS: Final = frozenset((b"/livez", b"/readyz", b"/healthz", b"/metrics"))
 PROBE_ROOM: Final = 8
+
+#: The route a request refused before it was read whole (malformed, or too long a head)
+#: is counted under.
+UNREAD: Final = "unread"
 
 #: Bytes of a request's line and headers at most (nginx's and Node's bound is 8 to 16
 #: KiB; a token, a signed URL and the usual headers take under 2 KiB).
@@ -213,8 +217,11 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
     def _refuse(self, error: TracesetsError) -> None:
         """Answer ``error`` (problem details) and close: the rest of what the client sent
-        cannot be read as requests."""
-        answer = render.problem_response(error)
+        cannot be read as requests. Answered before any route, it is counted under
+        ``unread``, with a request id of its own (the client's, if its header came)."""
+        rid = observe.request_id({"headers": getattr(self, "headers", [])})
+        answer = render.problem_response(error, {"X-Request-ID": rid})
+        counting.record(UNREAD, "unknown", error.status, 0.0, 0, len(answer.body), {})
         headers = [*self.server_state.default_headers, *answer.raw_headers]
         lines = [name + b": " + value + b"\r\n" for name, value in headers]
         self.writes.flush()  # what an answer before it left in this step goes first
