@@ -62,7 +62,15 @@ def assert_agrees(directory: Path, paths: list[Path]) -> None:
             assert mine[name].total_us == pytest.approx(total, abs=1), name
 
 
-@pytest.mark.parametrize("name", ["sampled_rank-0.json.gz", "nccl_data.json.gz"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "sampled_rank-0.json.gz",
+        "nccl_data.json.gz",
+        "mi250_minitoy_train_ROCm6_2_kineto.json.gz",
+        "mtia_rank_0.json.gz",
+    ],
+)
 def test_real_traces(tmp_path: Path, name: str) -> None:
     shutil.copy(TRACES / name, tmp_path / name)
     assert_agrees(tmp_path, [tmp_path / name])
@@ -79,3 +87,18 @@ def test_generated_runs(tmp_path: Path, run: Run) -> None:
 def test_an_mtia_shaped_trace(tmp_path: Path) -> None:
     path = write_accelerator_trace(tmp_path, steps=4, jobs_per_step=60, seed=5)
     assert_agrees(tmp_path, [path])
+
+
+def test_a_trace_without_steps_has_no_operator_rows_as_hta_has_no_iteration(
+    tmp_path: Path,
+) -> None:
+    """HTA's own MTIA inference trace has no ``ProfilerStep``: HTA's trace diff finds no
+    iteration to compare, and we count no operator in a step (docs/contract-notes.md)."""
+    name = "mtia_inference_rank_0.json.gz"
+    shutil.copy(TRACES / name, tmp_path / name)
+    logging.getLogger("hta").setLevel(logging.ERROR)
+    assert LabeledTrace(label="t", trace_dir=str(tmp_path)).iterations() == []
+    (trace,) = analyze_file(name, FileSource(tmp_path / name))
+    assert trace.analysis.steps.count == 0
+    assert trace.analysis.operators == []
+    assert trace.analysis.kernels is not None and trace.analysis.kernels.top  # still read
