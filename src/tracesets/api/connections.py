@@ -14,7 +14,7 @@ Uvicorn's ``limit_concurrency`` answers 503 to requests past the limit, in plain
 here the answer is problem details with Retry-After, and connections past twice the
 limit are closed as soon as they are accepted. So the descriptors sockets hold stay
 within the budget ``connection_budget`` leaves beside the files requests open. Health
-probes and metrics are still answered a little past the limit (``OPERATOR_PATHS``).
+probes and metrics are answered past the limit (``OPERATOR_PATHS``).
 
 Uvicorn writes an answer's status line and headers, then its body, each as soon as it
 has them: two sends, and two TCP segments the client wakes up for, for every small JSON
@@ -57,12 +57,13 @@ _BUSY_RETRY_AFTER = 1
 #: transport's own flow control (uvicorn waits for it to drain between writes).
 COALESCE_LIMIT: Final = 64 * 1024
 
-#: Routes answered past the request limit: a probe or a scrape refused because the
+#: Routes answered whatever the request limit: a probe or a scrape refused because the
 #: service is busy would have an orchestrator restart a process that is only busy, and
-#: leave the operator without metrics when they matter most. They still count: at most
-#: ``PROBE_ROOM`` of them past the limit (``/readyz`` opens the database and the store).
-OPERATOR_PATHS: Final = frozenset((b"/livez", b"/readyz", b"/healthz", b"/metrics"))
-PROBE_ROOM: Final = 8
+#: leave the operator without metrics when they matter most. They open no file, and each
+#: connection has one request at a time, so the connections' bound (twice the limit)
+#: bounds them too.
+OPERATOR_PATHS: Final = frozenset(("/livez", "/readyz", "/healthz", "/metrics"))
+_OPERATOR_TARGETS: Final = frozenset(path.encode() for path in OPERATOR_PATHS)
 
 #: The route a request refused before it was read whole (malformed, or too long a head)
 #: is counted under.
@@ -289,13 +290,11 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             self.transport = transport
 
     def _busy(self) -> bool:
-        """Whether this request is past the limit: connections or requests at it, or for
-        an operator's route, requests ``PROBE_ROOM`` past it."""
+        """Whether this request is past the limit: connections or requests at it, and
+        not for an operator's route (the scope has no path yet: the target is read)."""
         limit = self.request_limit
-        if limit is None:
+        if limit is None or self.url.partition(b"?")[0] in _OPERATOR_TARGETS:
             return False
-        if self.url.partition(b"?")[0] in OPERATOR_PATHS:  # (the scope has no path yet)
-            return len(self.tasks) >= limit + PROBE_ROOM
         return len(self.connections) >= limit or len(self.tasks) >= limit
 
     def shutdown(self) -> None:

@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from tracesets import wire
+from tracesets.api.connections import OPERATOR_PATHS
 from tracesets.api.render import PROBLEM_JSON
 
 _DESCRIPTIONS = {
@@ -97,7 +98,7 @@ def build(app: FastAPI) -> dict[str, Any]:
     schemas.update(extra.get("$defs", {}))
     for name in ("HTTPValidationError", "ValidationError"):
         schemas.pop(name, None)
-    for path in doc.get("paths", {}).values():
+    for route, path in doc.get("paths", {}).items():
         for operation in path.values():
             responses = operation.setdefault("responses", {})
             if _fastapi_422(responses.get("422", {})):
@@ -105,8 +106,10 @@ def build(app: FastAPI) -> dict[str, Any]:
             parameters = operation.get("parameters", ())
             if any(map(_may_be_refused, parameters)) and "400" not in responses:
                 responses.update({str(k): v for k, v in errors(400).items()})
-            # Any request may find the service at its bound of requests at once.
-            responses.setdefault("503", errors(503)[503])
+            # Any request may find the service at its bound of requests at once, but the
+            # operator's probes and metrics, answered past it.
+            if route not in OPERATOR_PATHS:
+                responses.setdefault("503", errors(503)[503])
     app.openapi_schema = doc
     return doc
 
