@@ -25,8 +25,16 @@ from tests.server import ServerProcess
         b"GET /api/v1/whoami HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
         b"GET /api/v1/who ami HTTP/1.1\r\nHost: x\r\n\r\n",
         b"GET /api/v1/whoami HTTP/1.1\r\nHost x\r\n\r\n",
+        # headers whole, then the framing refused: the app had begun (the fuzz found it)
+        b"GET /api/v1/whoami HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: 0\r\n\r\n",
     ],
-    ids=["content-length not a number", "two content-lengths", "space in target", "no colon"],
+    ids=[
+        "content-length not a number",
+        "two content-lengths",
+        "space in target",
+        "no colon",
+        "transfer-encoding not chunked",
+    ],
 )
 def test_a_request_the_parser_refuses_is_answered_with_problem_details(
     hardening_server: ServerProcess, request_head: bytes

@@ -226,13 +226,28 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         headers = [*self.server_state.default_headers, *answer.raw_headers]
         lines = [name + b": " + value + b"\r\n" for name, value in headers]
         self.writes.flush()  # what an answer before it left in this step goes first
-        if self.cycle is None or self.cycle.response_complete:  # not inside another answer
+        if self._may_answer():
             self.transport.write(
                 b"".join(
                     [STATUS_LINE[error.status], *lines, b"connection: close\r\n\r\n", answer.body]
                 )
             )
         self.transport.close()
+
+    def _may_answer(self) -> bool:
+        """Whether a refusal can be written now: no answer is being written. A request
+        whose headers were whole but whose framing the parser then refused (a
+        ``Transfer-Encoding`` it cannot read) has its app started and not yet answering:
+        that answer is dropped (the cycle marked disconnected), so the refusal is the
+        one answer, not a connection closed without any."""
+        cycle = self.cycle
+        if cycle is None or cycle.response_complete:
+            return True
+        if cycle.response_started or self.pipeline:  # this or an earlier answer under way
+            return False
+        cycle.disconnected = True
+        cycle.message_event.set()
+        return True
 
     def data_received(self, data: bytes) -> None:
         """Read ``data``, counting what comes outside a body against ``MAX_HEAD_BYTES``.
