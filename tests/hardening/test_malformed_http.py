@@ -68,3 +68,28 @@ def unread(server: ServerProcess) -> float:
         for line in lines
         if line.startswith("tracesets_http_requests_total{") and 'route="unread"' in line
     )
+
+
+@pytest.mark.parametrize(
+    "upgrade",
+    [
+        b"Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+        b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n",
+        b"Upgrade: h2c\r\nConnection: Upgrade, HTTP2-Settings\r\nHTTP2-Settings: AAMAAABk\r\n",
+    ],
+    ids=["websocket", "h2c"],
+)
+def test_an_upgrade_is_asked_of_an_ordinary_request(
+    hardening_server: ServerProcess, upgrade: bytes
+) -> None:
+    """No route is a WebSocket: the request is answered as any other, with problem
+    details without a token (not a plain-text 403 from a WebSocket handshake)."""
+    sock = connect(hardening_server.url)
+    try:
+        sock.sendall(b"GET /api/v1/whoami HTTP/1.1\r\nHost: x\r\n" + upgrade + b"\r\n")
+        answer = read_answer(sock)
+    finally:
+        sock.close()
+    assert answer is not None
+    assert answer.status == 401, answer
+    assert answer.headers["content-type"] == "application/problem+json"

@@ -83,6 +83,9 @@ def uvicorn_options(settings: Settings) -> dict[str, Any]:
         "access_log": settings.log_format != "json",
         "timeout_graceful_shutdown": 30,
         "http": "tracesets.api.connections:GuardedHttpToolsProtocol",
+        # No route is a WebSocket: an upgrade is asked of an ordinary request, which is
+        # answered as such, not refused 403 in plain text by a WebSocket handshake.
+        "ws": "none",
         # Uvicorn's 5 s is httpx's own expiry and shorter than a proxy's (60 s for AWS's
         # load balancers): a client reusing a connection just as the service closed it
         # got a connection error. So the service keeps idle connections longer.
