@@ -37,7 +37,7 @@ from uvicorn.server import ServerState
 
 from tracesets.api import counting, observe, render
 from tracesets.api.guards import BODY_ARRIVAL, BodyArrival
-from tracesets.api.observe import BUSY
+from tracesets.api.observe import BUSY, DROPPED
 from tracesets.problems import (
     HeadersTooLarge,
     InvalidRequest,
@@ -247,6 +247,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             return False
         cycle.disconnected = True
         cycle.message_event.set()
+        self.scope[DROPPED] = True  # type: ignore[typeddict-unknown-key]
         return True
 
     def data_received(self, data: bytes) -> None:

@@ -35,6 +35,9 @@ UNMATCHED: Final = "unmatched"
 #: the route such a request is counted under: it is answered 503 unrouted.
 BUSY: Final = "tracesets.busy"
 BUSY_ROUTE: Final = "busy"
+#: The scope's key the protocol sets when it dropped the app's answer and refused the
+#: request itself (counted there, under ``unread``): not reported again here.
+DROPPED: Final = "tracesets.dropped"
 _ID_MASK: Final = (1 << 64) - 1
 
 
@@ -152,6 +155,7 @@ class Observer:
         finally:
             seconds = time.perf_counter() - started
             route, method = route_of(scope), scope["method"]
-            for report in self.reports:
-                report(route, method, status, seconds, received, sent, fields)
+            if not scope.get(DROPPED):
+                for report in self.reports:
+                    report(route, method, status, seconds, received, sent, fields)
             FIELDS.reset(context)
