@@ -13,7 +13,7 @@ import re
 import httpx
 import pytest
 
-from tests.hardening.stall import connect, read_answer
+from tests.hardening.stall import Answer, connect, read_answer
 from tests.server import ServerProcess
 
 
@@ -40,13 +40,7 @@ def test_a_request_the_parser_refuses_is_answered_with_problem_details(
     hardening_server: ServerProcess, request_head: bytes
 ) -> None:
     before = counted(hardening_server)
-    sock = connect(hardening_server.url)
-    try:
-        sock.sendall(request_head)
-        answer = read_answer(sock)
-    finally:
-        sock.close()
-    assert answer is not None
+    answer = exchange(hardening_server, request_head)
     assert answer.status == 400, answer
     assert answer.headers["content-type"] == "application/problem+json"
     assert answer.headers["connection"] == "close"
@@ -61,6 +55,15 @@ def test_a_request_the_parser_refuses_is_answered_with_problem_details(
     after = counted(hardening_server)
     grown = {route: n - before.get(route, 0) for route, n in after.items()}
     assert {route: n for route, n in grown.items() if n} == {"unread": 1}
+
+
+def exchange(server: ServerProcess, request: bytes) -> Answer:
+    """The answer to ``request``, sent as is on a connection of its own."""
+    with connect(server.url) as sock:
+        sock.sendall(request)
+        answer = read_answer(sock)
+    assert answer is not None, "closed without an answer"
+    return answer
 
 
 def counted(server: ServerProcess) -> dict[str, float]:
@@ -89,12 +92,8 @@ def test_an_upgrade_is_asked_of_an_ordinary_request(
 ) -> None:
     """No route is a WebSocket: the request is answered as any other, with problem
     details without a token (not a plain-text 403 from a WebSocket handshake)."""
-    sock = connect(hardening_server.url)
-    try:
-        sock.sendall(b"GET /api/v1/whoami HTTP/1.1\r\nHost: x\r\n" + upgrade + b"\r\n")
-        answer = read_answer(sock)
-    finally:
-        sock.close()
-    assert answer is not None
+    answer = exchange(
+        hardening_server, b"GET /api/v1/whoami HTTP/1.1\r\nHost: x\r\n" + upgrade + b"\r\n"
+    )
     assert answer.status == 401, answer
     assert answer.headers["content-type"] == "application/problem+json"

@@ -222,11 +222,11 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         ``unread``, with a request id of its own (the client's, if its header came)."""
         rid = observe.request_id({"headers": getattr(self, "headers", [])})
         answer = render.problem_response(error, {"X-Request-ID": rid})
-        counting.record(UNREAD, "unknown", error.status, 0.0, 0, len(answer.body), {})
         headers = [*self.server_state.default_headers, *answer.raw_headers]
         lines = [name + b": " + value + b"\r\n" for name, value in headers]
         self.writes.flush()  # what an answer before it left in this step goes first
         if self._may_answer():
+            counting.record(UNREAD, "unknown", error.status, 0.0, 0, len(answer.body), {})
             self.transport.write(
                 b"".join(
                     [STATUS_LINE[error.status], *lines, b"connection: close\r\n\r\n", answer.body]
