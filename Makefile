@@ -10,8 +10,9 @@ PORT ?= 8000
 
 # Two stamps in the one .venv: the package alone (what `make serve` needs), and the test
 # tools on top (pytest, mypy, playwright, torch: gigabytes), installed by the first target
-# that runs a check or a test. Each is installed once, again when pyproject.toml changes.
-$(BIN)/.installed: pyproject.toml
+# that runs a check or a test. Each is installed once, again when pyproject.toml changes,
+# or setup.py and the C of the analysis pass (built in place: tracesets.analysis.compiled).
+$(BIN)/.installed: pyproject.toml setup.py $(wildcard src/tracesets/analysis/native/*)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e .

@@ -2,7 +2,8 @@
 
 Steps and collectives cost the same memory for any length of trace, and so do GPU
 events: past a window of launches and a buffer of records, they are spilled to a
-temporary file in sorted runs (``tracesets.analysis.spill``). With the window and buffer
+temporary file in sorted runs (``tracesets.analysis.spill``, or its compiled twin, whose
+allocations tracemalloc sees too: ``native/memory.h``). With the window and buffer
 made small here, a trace of 30,000 GPU events spills many runs, and its analysis must
 take no more memory than that of a trace of 5,000, which fills the window and the buffer
 but spills little (a trace of 1,200 fills neither: what they hold is the difference).
@@ -18,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from tests.analysis.run_writer import Run, rank_chunks
-from tracesets.analysis import RankAnalysis, analyze_file, kernels, spill
+from tests.analysis.test_compiled import needs_native
+from tracesets.analysis import RankAnalysis, analyze_file, compiled, kernels, spill
 from tracesets.analysis.events import BLOCK
 from tracesets.inspection import FileSource
 
@@ -59,9 +61,15 @@ def test_a_cpu_only_trace_of_24_mib_takes_no_more_memory_than_one_of_1_mib(
     assert big_peak <= 32 * BLOCK, big_peak  # a block, its events, and what holds them
 
 
+@pytest.mark.parametrize(
+    "native",
+    [pytest.param(True, marks=needs_native), False],
+    ids=["compiled", "reference"],
+)
 def test_a_gpu_trace_of_24_mib_takes_no_more_memory_than_one_of_4_mib(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, native: bool
 ) -> None:
+    monkeypatch.setattr(compiled, "NATIVE", native)
     monkeypatch.setattr(spill, "BUFFER", 2048)
     monkeypatch.setattr(spill, "FAN_IN", 4)
     monkeypatch.setattr(kernels, "WINDOW", 512)

@@ -163,6 +163,18 @@ class _Moments:
         self.low, self.high = min(self.low, other.low), max(self.high, other.high)
         self.shift, self.shifted, self.squares = self.mean, 0.0, m2
 
+    def restore(self, figures: tuple[int, float, float, float, float, float, float]) -> None:
+        """The figures as the compiled pass folded them (``native/sweep.c``)."""
+        (
+            self.count,
+            self.total,
+            self.shifted,
+            self.squares,
+            self.low,
+            self.high,
+            self.shift,
+        ) = figures
+
     @property
     def mean(self) -> float:
         return self.total / self.count

@@ -55,6 +55,12 @@ def _kind(name: str) -> int:
     return kind
 
 
+def known_kind(name: str) -> int:
+    """A kernel name's kind, from the cache when it is there."""
+    kind = _KINDS.get(name)
+    return _kind(name) if kind is None else kind
+
+
 class GpuEvents:
     """The GPU events of one rank and the CPU events' correlations, seen once each."""
 

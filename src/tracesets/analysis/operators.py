@@ -174,6 +174,22 @@ class OperatorCounter:
             cell[2] += 1
             cell[3] += dur
 
+    def gpu_counts(
+        self,
+        cells: list[tuple[float, float, float, float]],
+        other: tuple[float, float, float, float],
+    ) -> None:
+        """What ``gpu`` would have counted, counted by the compiled pass: per kernel number,
+        (count, total, first step's count, its total); ``other`` for names past the bound."""
+        named = [(self.gpu_names[number], cell) for number, cell in enumerate(cells) if cell[0]]
+        for name, (count, total, first_count, first_total) in [*named, (OTHER, other)]:
+            if count:
+                cell = self.cells[self._name(name)]
+                cell[0] += int(count)
+                cell[1] += total
+                cell[2] += int(first_count)
+                cell[3] += first_total
+
     def _place_pending(self) -> None:
         """Count the events kept that a step read holds; keep the others."""
         left_ts, left_dur, left_name = array("d"), array("d"), array("l")

@@ -16,10 +16,10 @@ from array import array
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
+from tracesets.analysis.compiled import gpu_events
 from tracesets.analysis.decoding import NO_ARGS, EventArgs, TraceEvent
 from tracesets.analysis.gpu import DEVICE_SYNCS, GpuTime, hta_interval
 from tracesets.analysis.kernel_stats import KERNEL_CATEGORIES, LAUNCHES, KernelStats
-from tracesets.analysis.kernels import GpuEvents
 from tracesets.analysis.operators import OperatorCounter, OperatorRow
 from tracesets.inspection.distributed import MAX_WHOLE, parse_ranks, whole_number
 
@@ -137,7 +137,7 @@ class RankAccumulator:
         self.two_steps = False  # two differently named steps: HTA's filter applies
         self.last_step: float | None = None
         self.operators = OperatorCounter()
-        self.gpu: GpuSink = GpuEvents(operators=self.operators) if gpu is None else gpu
+        self.gpu: GpuSink = gpu_events(self.operators) if gpu is None else gpu
         self.groups: dict[str, GroupCollectives] = {}
         #: A figure that would pass 64 bits, left uncounted: the figures are kept and
         #: served as JSON of 64-bit integers, and no real trace comes near.
