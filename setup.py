@@ -1,5 +1,7 @@
-"""The compiled half of the analysis pass (src/tracesets/analysis/native): optional, so an
-install without a C compiler still works, on the pure-Python pass (tracesets.analysis.compiled)."""
+"""The per-event work of the analysis pass in C (src/tracesets/analysis/native): optional,
+so an install without a C compiler still works, on the Python pass (tracesets.analysis.compiled)."""
+
+from glob import glob
 
 from setuptools import Extension, setup
 
@@ -9,8 +11,8 @@ setup(
     ext_modules=[
         Extension(
             "tracesets.analysis._native",
-            sources=[NATIVE + name for name in ("module.c", "pairing.c", "records.c", "sweep.c")],
-            depends=[NATIVE + name for name in ("pairing.h", "records.h", "sweep.h", "tables.h")],
+            sources=sorted(glob(NATIVE + "*.c")),
+            depends=sorted(glob(NATIVE + "*.h")),
             extra_compile_args=["-O2", "-std=gnu11"],
             optional=True,
         )

@@ -1,11 +1,14 @@
-"""The compiled GPU half of the pass gives the reference's figures, on every path.
+"""The compiled pass gives the reference's figures, on every path.
 
-``CompiledGpuEvents`` (``tracesets.analysis.compiled``, C in ``native/``) stands for
-``kernels.GpuEvents``, ``gpu.sweep`` and the kernels' and operators' GPU folds. Every
+The loop in C over a batch of events (``native/fold.c``), ``CompiledOperators`` and
+``CompiledGpuEvents`` (``tracesets.analysis.compiled``) stand for
+``RankAccumulator.add_all``, ``operators.OperatorCounter``, ``kernels.GpuEvents``,
+``gpu.sweep`` and the kernels' fold. Every
 trace the tests hold, in the orders a trace may come in, goes through both, with the
 windows and buffers tiny (launches and waiting events leave the windows, runs are
 spilled and merged in rounds: the merge join) and at their defaults (the join in
-memory); then any events, in any order, at any sizes. The figures must be the
+memory); then any events, in any order, at any sizes, and events whose fields have
+every type, missing or wrong. The figures must be the
 reference's: the same counts and percentages, µs equal to the nanosecond (sums of the
 same durations, added in another order).
 """
@@ -25,6 +28,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.analysis.run_writer import Run, rank_trace
+from tests.analysis.test_rank_fold import EVENT
 from tests.analysis.test_streaming_exact import (
     ORDERS,
     REAL_KERNELS,
@@ -33,8 +37,8 @@ from tests.analysis.test_streaming_exact import (
     gpu_traces,
     kineto_order,
 )
-from tracesets.analysis import compiled, rank
-from tracesets.analysis.compiled import CompiledGpuEvents
+from tracesets.analysis import compiled
+from tracesets.analysis.compiled import CompiledGpuEvents, CompiledOperators
 from tracesets.analysis.decoding import typed
 from tracesets.analysis.kernels import GpuEvents
 from tracesets.analysis.operators import OperatorCounter
@@ -46,16 +50,19 @@ needs_native = pytest.mark.skipif(not compiled.NATIVE, reason="the extension was
 def test_the_extension_is_built_where_a_compiler_is() -> None:
     compiler = (sysconfig.get_config_var("CC") or "cc").split()[0]
     assert compiled.NATIVE or shutil.which(compiler) is None
-    assert isinstance(RankAccumulator().gpu, CompiledGpuEvents) == compiled.NATIVE
+    assert (RankAccumulator().compiled_sinks is not None) == compiled.NATIVE
 
 
-def analysed(events: list[Any], gpu: type[Any], sizes: dict[str, int]) -> RankAnalysis:
-    def make(operators: OperatorCounter | None = None) -> Any:
-        return gpu(operators=operators, **sizes)
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(rank, "gpu_events", make)
-        fold = RankAccumulator()
+def analysed(events: list[Any], native: bool, sizes: dict[str, int]) -> RankAnalysis:
+    """The events through the loop in C and the compiled sinks, or through the reference."""
+    if native:
+        ops: Any = CompiledOperators()
+        fold = RankAccumulator(gpu=CompiledGpuEvents(operators=ops, **sizes), operators=ops)
+        assert fold.compiled_sinks is not None
+    else:
+        ops = OperatorCounter()
+        fold = RankAccumulator(gpu=GpuEvents(operators=ops, **sizes), operators=ops)
+        assert fold.compiled_sinks is None
     fold.add_all(typed(events))
     return fold.result()
 
@@ -78,8 +85,8 @@ def assert_close(compiled_value: Any, reference: Any, path: str = "") -> None:
 
 
 def assert_same_analysis(events: list[Any], sizes: dict[str, int]) -> RankAnalysis:
-    ours = analysed(events, CompiledGpuEvents, sizes)
-    reference = analysed(events, GpuEvents, sizes)
+    ours = analysed(events, True, sizes)
+    reference = analysed(events, False, sizes)
     assert_close(ours, reference)
     return ours
 
@@ -133,6 +140,15 @@ def test_any_events_in_any_order(
     events: list[dict[str, Any]], window: int, buffer: int, fan_in: int
 ) -> None:
     assert_same_analysis(events, {"window": window, "buffer": buffer, "fan_in": fan_in})
+
+
+@needs_native
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.one_of(EVENT, st.integers(), st.none()), max_size=40))
+def test_events_of_every_shape(events: list[Any]) -> None:
+    """Fields of every type, missing or wrong, read as the reference reads them."""
+    assert_same_analysis(events, {})
+    assert_same_analysis(events, {"window": 1, "buffer": 2, "fan_in": 2})
 
 
 @needs_native

@@ -20,7 +20,7 @@ import pytest
 
 from tests.analysis.run_writer import Run, rank_chunks
 from tests.analysis.test_compiled import needs_native
-from tracesets.analysis import RankAnalysis, analyze_file, compiled, kernels, spill
+from tracesets.analysis import RankAnalysis, analyze_file, compiled, distribution, kernels, spill
 from tracesets.analysis.events import BLOCK
 from tracesets.inspection import FileSource
 
@@ -70,6 +70,9 @@ def test_a_gpu_trace_of_24_mib_takes_no_more_memory_than_one_of_4_mib(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, native: bool
 ) -> None:
     monkeypatch.setattr(compiled, "NATIVE", native)
+    # Every bounded buffer made small enough to fill on the small trace: the records, the
+    # launches' window, and the launch figures kept exact (24 bytes a launch, up to EXACT)
+    monkeypatch.setattr(distribution, "EXACT", 2048)
     monkeypatch.setattr(spill, "BUFFER", 2048)
     monkeypatch.setattr(spill, "FAN_IN", 4)
     monkeypatch.setattr(kernels, "WINDOW", 512)
@@ -84,6 +87,8 @@ def test_a_gpu_trace_of_24_mib_takes_no_more_memory_than_one_of_4_mib(
     assert small_result.gpu is not None and big_result.gpu is not None
     assert big_result.problem is None
     assert small_result.gpu.kernels > 2 * spill.BUFFER  # the buffer filled, and spilled
+    assert small_result.kernels is not None
+    assert small_result.kernels.launches.launches > distribution.EXACT  # binned, past exact
     assert big_result.gpu.kernels > 5 * small_result.gpu.kernels
     assert big_result.gpu.kernels > 10 * 2048  # ten runs at least, merged in two rounds
     # Held whole, as before, the intervals alone took 41 bytes per GPU event: 1.1 MiB more.

@@ -1,49 +1,52 @@
-"""The GPU half of a rank's pass compiled (``native/``), and the choice of it.
+"""A rank's pass compiled (``native/``), and the choice of it.
 
-Per GPU event, the reference (``kernels.GpuEvents``, ``gpu.sweep``, ``KernelFold``) runs
-a few dozen lines of Python: a tuple built, dicts looked up, a record sorted, swept and
-folded. That is two thirds of the pass's CPU time on a rank's trace, and no rewrite in
-Python came near what ``bench/analyze_traces.py`` asks (half of ``gzip -dc``'s speed).
-``native/`` does the same steps in C, step for step: the same windows of launches, the
-same spills in sorted runs to an unlinked file, the same sweep; the figures are then
-built here by the reference's own code (``_breakdown``, ``KernelFold.result``,
-``OperatorCounter.rows``). The tests run every trace through both
-(``tests/analysis/test_compiled.py``).
+Per event, the reference (``RankAccumulator.add_all``, ``operators.OperatorCounter``,
+``kernels.GpuEvents``, ``gpu.sweep``, ``KernelFold``) runs a few dozen lines of Python:
+fields read and checked, dicts looked up, a tuple built, sorted, swept and folded. That
+was three quarters of the pass's CPU time on a rank's trace, and no rewrite in Python
+came near what ``bench/analyze_traces.py`` asks (half of ``gzip -dc``'s speed). The C
+does the same steps, branch for branch: the same reading of each field, the same
+windows of launches, the same spills in sorted runs to an unlinked file, the same sweep.
+Steps and collectives (a few per training step) are handed back to the reference's own
+methods, and the figures are built here by the reference's code (``_breakdown``,
+``KernelFold.result``, ``operator_rows``). ``tests/analysis/test_compiled.py`` runs
+every trace the tests hold, and events of every shape, through both.
 
-The extension is optional (``setup.py``): where it was not built, ``gpu_events`` gives
-the reference, with the same figures.
+The extension is optional (``setup.py``): where it was not built, ``sinks`` gives the
+reference, with the same figures.
 """
 
 from __future__ import annotations
 
 import math
 import tempfile
-from array import array
 from typing import TYPE_CHECKING
 
-from tracesets.analysis import kernels, spill
+from tracesets.analysis import distribution, kernels, spill
+from tracesets.analysis import operators as counting
 from tracesets.analysis.gpu import GpuTime, _breakdown
 from tracesets.analysis.kernel_stats import TRACKED_STREAMS, KernelFold, KernelStats, _Stream
 from tracesets.analysis.kernels import GpuEvents, known_kind
-from tracesets.analysis.operators import OperatorCounter
+from tracesets.analysis.operators import (
+    OTHER,
+    STEPS,
+    OperatorCounter,
+    OperatorRow,
+    operator_rows,
+    shown,
+)
 
-if TYPE_CHECKING:
-    from tracesets.analysis.rank import GpuSink
+__all__ = ["NATIVE", "CompiledGpuEvents", "CompiledOperators", "configure", "fold_events", "sinks"]
 
 try:
-    from tracesets.analysis._native import Core
+    from tracesets.analysis._native import Core, Operators, configure, fold_events
 except ImportError:  # not built: no C compiler where it was installed
     NATIVE = False
     if not TYPE_CHECKING:
-        Core = object
+        Core = Operators = object
+        configure = fold_events = None
 else:
     NATIVE = True
-
-
-def _doubles(data: bytes) -> array[float]:
-    values = array("d")
-    values.frombytes(data)
-    return values
 
 
 class CompiledGpuEvents(Core):
@@ -55,7 +58,7 @@ class CompiledGpuEvents(Core):
         window: int | None = None,
         buffer: int | None = None,
         fan_in: int | None = None,
-        operators: OperatorCounter | None = None,
+        operators: OperatorCounter | CompiledOperators | None = None,
     ) -> None:
         self.fold = KernelFold()
         self.operators = operators
@@ -66,7 +69,6 @@ class CompiledGpuEvents(Core):
             spill.BUFFER if buffer is None else buffer,
             spill.FAN_IN if fan_in is None else fan_in,
             self._resolve,
-            self._flush,
             tempfile.gettempdir(),
         )
 
@@ -75,26 +77,17 @@ class CompiledGpuEvents(Core):
         kind = known_kind(name)
         return self.fold.name(name, kind) << 2 | kind
 
-    def _flush(self, calls: bytes, runs: bytes, delays: bytes) -> None:
-        fold = self.fold
-        fold.cpu.add_all(_doubles(calls))
-        fold.gpu.add_all(_doubles(runs))
-        fold.delay.add_all(_doubles(delays))
-
     def time(self, last_step: float | None) -> tuple[GpuTime, KernelStats] | None:
         """The breakdown and the kernels' figures, as ``GpuEvents.time``."""
         ops = self.operators
-        steps = (
-            None
-            if ops is None
-            else (ops.starts, ops.ends, ops.numbers, ops.first, ops.low, ops.high, ops.in_first)
-        )
         try:
-            swept = self.finish(last_step, steps, TRACKED_STREAMS)
+            swept = self.finish(
+                last_step, None if ops is None else ops.steps(), TRACKED_STREAMS, distribution.EXACT
+            )
         finally:
             self.close()
         (count, by_mask, first, group_end, busy, moments, unnamed, streams) = swept[:8]
-        short, long_delays, long_runtimes, cells, other = swept[8:]
+        short, long_delays, long_runtimes, cells, other, calls, runs, delays = swept[8:]
         if ops is not None:
             ops.gpu_counts(cells, other)
         if count == 0:
@@ -107,11 +100,51 @@ class CompiledGpuEvents(Core):
             idle = fold.streams[stream] = _Stream()
             idle.end, idle.host, idle.kernel, idle.other = math.nan, host, kernel, other_us
         fold.short, fold.long_delays, fold.long_runtimes = short, long_delays, long_runtimes
+        fold.cpu.restore(*calls)
+        fold.gpu.restore(*runs)
+        fold.delay.restore(*delays)
         return _breakdown(by_mask, group_end - first, busy, count), fold.result(by_mask)
 
 
-def gpu_events(operators: OperatorCounter | None = None) -> GpuSink:
-    """A rank's GPU events: compiled where the extension was built, else the reference."""
+class CompiledOperators(Operators):
+    """``operators.OperatorCounter``'s interface and rows, its work per event in C."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            shown,
+            OTHER,
+            STEPS,
+            counting.MAX_NAMES,  # read when called: tests set them
+            counting.MAX_PENDING,
+            counting.RESCAN_LEFT,
+        )
+        self.gpu_names: list[str] = []
+
+    def gpu_counts(
+        self,
+        cells: list[tuple[float, float, float, float]],
+        other: tuple[float, float, float, float],
+    ) -> None:
+        """What the sweep counted, by kernel number (``OperatorCounter.gpu_counts``)."""
+        named = [(self.gpu_names[number], cell) for number, cell in enumerate(cells) if cell[0]]
+        for name, cell in [*named, (OTHER, other)]:
+            if cell[0]:
+                self.add_cell(name, *cell)
+
+    def rows(self) -> list[OperatorRow]:
+        self.settle()
+        other = self.by_name.get(OTHER)
+        return operator_rows(self.names, self.cells(), other)
+
+
+Sinks = tuple[OperatorCounter, GpuEvents] | tuple[CompiledOperators, CompiledGpuEvents]
+
+
+def sinks() -> Sinks:
+    """A rank's operator counts and GPU events: compiled where the extension was built,
+    else the reference."""
     if NATIVE:
-        return CompiledGpuEvents(operators=operators)
-    return GpuEvents(operators=operators)
+        ops = CompiledOperators()
+        return ops, CompiledGpuEvents(operators=ops)
+    reference = OperatorCounter()
+    return reference, GpuEvents(operators=reference)

@@ -84,6 +84,17 @@ class Distribution:
                     index = _bin(value)
                     bins[index] = bins.get(index, 0) + 1
 
+    def restore(self, count: int, exact: bytes | None, bins: list[tuple[int, int]]) -> None:
+        """The values as the compiled pass kept them (``native/sweep.c``): exact, as bytes
+        of doubles, or counted in bins."""
+        self.count = count
+        self.bins = dict(bins)
+        if exact is None:
+            self.exact = None
+        else:
+            self.exact = array("d")
+            self.exact.frombytes(exact)
+
     def quantile(self, q: float) -> float | None:
         if self.count == 0:
             return None

@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from array import array
 from bisect import bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -92,7 +93,7 @@ class OperatorCounter:
 
     def _new(self, name: str) -> int:
         at = len(self.names)
-        self.names.append(name if len(name) <= MAX_NAME_CHARS else name[: MAX_NAME_CHARS - 1] + "…")
+        self.names.append(shown(name))
         cell: list[float] = [0, 0.0, 0, 0.0, at]
         self.cells.append(cell)
         self.by_name[name] = cell
@@ -203,28 +204,56 @@ class OperatorCounter:
                 left_name.append(at)
         self.pending_ts, self.pending_dur, self.pending_name = left_ts, left_dur, left_name
 
+    def steps(
+        self,
+    ) -> tuple[array[float], array[float], array[int], int | None, float, float, bool]:
+        """The steps read and the one the last event fell in, for the compiled sweep."""
+        return (
+            self.starts,
+            self.ends,
+            self.numbers,
+            self.first,
+            self.low,
+            self.high,
+            self.in_first,
+        )
+
     def rows(self) -> list[OperatorRow]:
         """Every name that ran in a step, the largest totals first, bounded."""
         self._place_pending()
         other = self.by_name.get(OTHER)
-        ranked = sorted(
-            (c for c in self.cells if (c[0] or c[2]) and c is not other),
-            key=lambda c: (-c[1], -c[3], self.names[int(c[4])]),
-        )
-        rest = [] if other is None else [other]  # names past the bound are "other" already
-        if len(ranked) + len(rest) > MAX_OPERATOR_ROWS:
-            rest += ranked[MAX_OPERATOR_ROWS - 1 :]
-            ranked = ranked[: MAX_OPERATOR_ROWS - 1]
-        rows = [self._row(self.names[int(c[4])], [c]) for c in ranked]
-        if rest:
-            rows.append(self._row(OTHER, rest))
-        return rows
+        return operator_rows(self.names, self.cells, None if other is None else int(other[4]))
 
-    def _row(self, name: str, cells: list[list[float]]) -> OperatorRow:
-        return OperatorRow(
-            name=name,
-            count=int(sum(c[0] for c in cells)),
-            total_us=as_us(sum(c[1] for c in cells)),
-            first_count=int(sum(c[2] for c in cells)),
-            first_total_us=as_us(sum(c[3] for c in cells)),
-        )
+
+def operator_rows(
+    names: list[str], cells: Sequence[Sequence[float]], other: int | None
+) -> list[OperatorRow]:
+    """The rows of the cells that ran in a step, the largest totals first, at most
+    ``MAX_OPERATOR_ROWS``; ``other`` the index of the cell of names past the bound."""
+    ranked = sorted(
+        (i for i, c in enumerate(cells) if (c[0] or c[2]) and i != other),
+        key=lambda i: (-cells[i][1], -cells[i][3], names[i]),
+    )
+    rest = [] if other is None else [other]  # names past the bound are "other" already
+    if len(ranked) + len(rest) > MAX_OPERATOR_ROWS:
+        rest += ranked[MAX_OPERATOR_ROWS - 1 :]
+        ranked = ranked[: MAX_OPERATOR_ROWS - 1]
+    rows = [_row(names[i], [cells[i]]) for i in ranked]
+    if rest:
+        rows.append(_row(OTHER, [cells[i] for i in rest]))
+    return rows
+
+
+def _row(name: str, cells: list[Sequence[float]]) -> OperatorRow:
+    return OperatorRow(
+        name=name,
+        count=int(sum(c[0] for c in cells)),
+        total_us=as_us(sum(c[1] for c in cells)),
+        first_count=int(sum(c[2] for c in cells)),
+        first_total_us=as_us(sum(c[3] for c in cells)),
+    )
+
+
+def shown(name: str) -> str:
+    """A name as a row shows it: cut past ``MAX_NAME_CHARS``, as the kernels' table cuts them."""
+    return name if len(name) <= MAX_NAME_CHARS else name[: MAX_NAME_CHARS - 1] + "…"

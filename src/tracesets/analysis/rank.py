@@ -16,7 +16,8 @@ from array import array
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
-from tracesets.analysis.compiled import gpu_events
+from tracesets.analysis import compiled
+from tracesets.analysis.compiled import CompiledGpuEvents, CompiledOperators
 from tracesets.analysis.decoding import NO_ARGS, EventArgs, TraceEvent
 from tracesets.analysis.gpu import DEVICE_SYNCS, GpuTime, hta_interval
 from tracesets.analysis.kernel_stats import KERNEL_CATEGORIES, LAUNCHES, KernelStats
@@ -130,14 +131,31 @@ class GpuSink(Protocol):
 class RankAccumulator:
     """Running figures of one trace, fed one event at a time."""
 
-    def __init__(self, gpu: GpuSink | None = None) -> None:
+    def __init__(
+        self,
+        gpu: GpuSink | None = None,
+        operators: OperatorCounter | CompiledOperators | None = None,
+    ) -> None:
+        """``gpu`` and ``operators`` given in tests; else both compiled where the extension
+        was built, both the reference where not (``compiled.sinks``)."""
         self.events = 0
         self.step_durations = array("d")
         self.first_step: str | None = None
         self.two_steps = False  # two differently named steps: HTA's filter applies
         self.last_step: float | None = None
-        self.operators = OperatorCounter()
-        self.gpu: GpuSink = gpu_events(self.operators) if gpu is None else gpu
+        self.operators: OperatorCounter | CompiledOperators
+        self.gpu: GpuSink
+        if gpu is None:
+            self.operators, self.gpu = compiled.sinks()
+        else:
+            self.operators, self.gpu = operators or OperatorCounter(), gpu
+        # the event loop in C when both sinks are compiled: it hands events to them directly
+        self.compiled_sinks = (
+            (self.gpu, self.operators)
+            if isinstance(self.gpu, CompiledGpuEvents)
+            and isinstance(self.operators, CompiledOperators)
+            else None
+        )
         self.groups: dict[str, GroupCollectives] = {}
         #: A figure that would pass 64 bits, left uncounted: the figures are kept and
         #: served as JSON of 64-bit integers, and no real trace comes near.
@@ -155,9 +173,14 @@ class RankAccumulator:
         ints) take a fast path; the rest are coerced as HTA reads them.
         """
         self.events += len(events)
+        if self.compiled_sinks is not None:
+            gpu, operators = self.compiled_sinks
+            compiled.fold_events(events, gpu, operators, self._step, self._collective)
+            return
         numbers = _NUMBERS
         add_gpu, add_launch = self.gpu.add_gpu, self.gpu.add_launch
         ops = self.operators
+        assert isinstance(ops, OperatorCounter)  # the compiled counts go with the loop in C
         count_cpu, by_name = ops.cpu, ops.by_name
         for event in events:
             if type(event) is not TraceEvent:
@@ -304,3 +327,18 @@ class RankAccumulator:
             operators=self.operators.rows(),
             problem="; ".join(p for p in (problem, past_64_bits) if p) or None,
         )
+
+
+if compiled.NATIVE:  # what the loop in C reads of an event, and hands back to Python
+    compiled.configure(
+        TraceEvent,
+        EventArgs,
+        NO_ARGS,
+        STEP.match,
+        _stream,
+        KERNEL_CATEGORIES,
+        LAUNCHES,
+        DEVICE_SYNCS,
+        _NAMED,
+        COLLECTIVE_EVENT,
+    )

@@ -16,8 +16,83 @@
 #define RUNTIME_CUTOFF_US 50.0
 #define LAUNCH_DELAY_CUTOFF_US 100.0
 
-int fold_init(Fold *fold, size_t tracked_streams) {
+#define LINEAR_US 4096.0
+#define PER_US 4
+#define PER_DOUBLING 1024
+#define LINEAR_BINS ((long)(LINEAR_US * PER_US))
+
+static int distribution_init(Distribution *d, size_t limit) {
+    memset(d, 0, sizeof(*d));
+    d->limit = limit;
+    return table_init(&d->bins);
+}
+
+static void distribution_free(Distribution *d) {
+    PyMem_RawFree(d->exact);
+    PyMem_RawFree(d->bin_index);
+    PyMem_RawFree(d->bin_count);
+    table_free(&d->bins);
+}
+
+/* distribution._bin */
+static long bin_of(double value) {
+    if (value < LINEAR_US) return value > 0 ? (long)(value * PER_US) : 0;
+    return LINEAR_BINS + (long)(PER_DOUBLING * log2(value / LINEAR_US));
+}
+
+static int count_in_bin(Distribution *d, double value) {
+    long index = bin_of(value);
+    uint64_t key = table_key((double)index);
+    long at = table_find(&d->bins, key);
+    if (at < 0) {
+        if (d->nbins == d->bins_room) {
+            size_t room = d->bins_room ? 2 * d->bins_room : 256;
+            long *indices = PyMem_RawRealloc(d->bin_index, room * sizeof(long));
+            if (indices != NULL) d->bin_index = indices;
+            long long *counts = PyMem_RawRealloc(d->bin_count, room * sizeof(long long));
+            if (counts != NULL) d->bin_count = counts;
+            if (indices == NULL || counts == NULL) return -1;
+            d->bins_room = room;
+        }
+        at = (long)d->nbins++;
+        d->bin_index[at] = index;
+        d->bin_count[at] = 0;
+        if (table_put(&d->bins, key, at) < 0) return -1;
+    }
+    d->bin_count[at]++;
+    return 0;
+}
+
+/* Distribution.add: exact while at most `limit` values, then every value in its bin. */
+static int distribution_add(Distribution *d, double value) {
+    d->count++;
+    if (d->binned) return count_in_bin(d, value);
+    if (d->nexact == d->exact_room) {
+        size_t room = d->exact_room ? 2 * d->exact_room : 1024;
+        if (room > d->limit + 1) room = d->limit + 1; /* one past the limit, then binned */
+        double *exact = PyMem_RawRealloc(d->exact, room * sizeof(double));
+        if (exact == NULL) return -1;
+        d->exact = exact;
+        d->exact_room = room;
+    }
+    d->exact[d->nexact++] = value;
+    if (d->nexact <= d->limit) return 0;
+    d->binned = 1;
+    for (size_t i = 0; i < d->nexact; i++)
+        if (count_in_bin(d, d->exact[i]) < 0) return -1;
+    PyMem_RawFree(d->exact);
+    d->exact = NULL;
+    d->nexact = d->exact_room = 0;
+    return 0;
+}
+
+int fold_init(Fold *fold, size_t tracked_streams, size_t exact) {
     memset(fold, 0, sizeof(*fold));
+    if (distribution_init(&fold->calls, exact) < 0 || distribution_init(&fold->runs, exact) < 0 ||
+        distribution_init(&fold->delays, exact) < 0) {
+        errno = ENOMEM;
+        return -1;
+    }
     fold->tracked_streams = tracked_streams;
     fold->unnamed.low = INFINITY;
     fold->unnamed.high = -INFINITY;
@@ -32,6 +107,9 @@ int fold_init(Fold *fold, size_t tracked_streams) {
 }
 
 void fold_free(Fold *fold) {
+    distribution_free(&fold->calls);
+    distribution_free(&fold->runs);
+    distribution_free(&fold->delays);
     PyMem_RawFree(fold->moments);
     PyMem_RawFree(fold->streams);
     PyMem_RawFree(fold->cells);
@@ -111,44 +189,26 @@ static int fold_add(Fold *fold, const double *r) {
     }
     if (!isnan(cpu)) { /* launched by one of HTA's launch calls */
         double delay = start - key - cpu;
-        size_t n = fold->nlaunches;
-        fold->calls[n] = cpu;
-        fold->runs[n] = duration;
-        fold->delays[n] = delay > 0 ? delay : 0.0;
+        if (distribution_add(&fold->calls, cpu) < 0 ||
+            distribution_add(&fold->runs, duration) < 0 ||
+            distribution_add(&fold->delays, delay > 0 ? delay : 0.0) < 0) {
+            errno = ENOMEM;
+            return -1;
+        }
         if (cpu <= RUNTIME_CUTOFF_US && duration < cpu)
             fold->short_kernels++;
         else if (cpu > RUNTIME_CUTOFF_US)
             fold->long_runtimes++;
         if (delay > LAUNCH_DELAY_CUTOFF_US) fold->long_delays++;
-        if (++fold->nlaunches == LAUNCH_BATCH && fold->flush(fold) < 0) return -1;
     }
     return 0;
 }
 
-/* OperatorCounter._step_of: the number of the step holding `ts`, -1 if none. */
-static long long step_of(Fold *fold, double ts) {
-    size_t low = 0, high = fold->nsteps; /* bisect_right */
-    while (low < high) {
-        size_t middle = (low + high) / 2;
-        if (ts < fold->step_starts[middle])
-            high = middle;
-        else
-            low = middle + 1;
-    }
-    if (low == 0) return -1;
-    size_t at = low - 1;
-    double end = fold->step_ends[at];
-    if (ts >= end) return -1;
-    long long number = fold->step_numbers[at];
-    fold->low = fold->step_starts[at];
-    fold->high = end;
-    fold->in_first = fold->has_first && number == fold->first;
-    return number;
-}
-
 static int count_operator(Fold *fold, double launched_at, long code, long name, double dur) {
     if (!(code & LAUNCHED)) return 0;
-    if (!(fold->low <= launched_at && launched_at < fold->high) && step_of(fold, launched_at) < 0)
+    Steps *steps = &fold->steps;
+    if (!(steps->low <= launched_at && launched_at < steps->high) &&
+        steps_find(steps, launched_at) < 0)
         return 0;
     OpCell *cell = &fold->other_cell;
     if (name >= 0) {
@@ -159,7 +219,7 @@ static int count_operator(Fold *fold, double launched_at, long code, long name, 
     }
     cell->count += 1;
     cell->total += dur;
-    if (fold->in_first) {
+    if (steps->in_first) {
         cell->first_count += 1;
         cell->first_total += dur;
     }
@@ -233,7 +293,6 @@ int sweep(Merge *records, double limit, int everything, Fold *fold, Breakdown *o
         if (end > reach[kind]) reach[kind] = end;
     }
     if (got < 0) return -1;
-    if (fold->nlaunches > 0 && fold->flush(fold) < 0) return -1;
     out->count = count;
     if (count == 0) return 0;
     run_kinds(reach, by_mask, now);

@@ -5,10 +5,10 @@
 #define TRACESETS_SWEEP_H
 
 #include "records.h"
+#include "steps.h"
 #include "tables.h"
 
 #define KIND_MASKS 16
-#define LAUNCH_BATCH 2048
 
 typedef struct {
     long long count;
@@ -23,34 +23,36 @@ typedef struct {
     double count, total, first_count, first_total;
 } OpCell;
 
-typedef struct Fold Fold;
-/* Hands a batch of launches' (call, run, delay) figures over; 0, or -1 on error. */
-typedef int (*FlushLaunches)(Fold *fold);
+/* distribution.Distribution: values exact up to `limit`, then counted in bins (its
+ * docstring says which). */
+typedef struct {
+    long long count;
+    size_t limit;
+    double *exact;
+    size_t nexact, exact_room;
+    int binned;
+    Table bins; /* bin index: position in `bin_index` and `bin_count` */
+    long *bin_index;
+    long long *bin_count;
+    size_t nbins, bins_room;
+} Distribution;
 
-struct Fold {
+typedef struct {
     Moments *moments;
     size_t nmoments;
     Moments unnamed;
     StreamIdle *streams;
     size_t nstreams, tracked_streams;
     Table stream_table;
-    double calls[LAUNCH_BATCH], runs[LAUNCH_BATCH], delays[LAUNCH_BATCH];
-    size_t nlaunches;
+    Distribution calls, runs, delays; /* of the launches */
     long long short_kernels, long_delays, long_runtimes;
-    FlushLaunches flush;
-    void *context;
     /* the operators' GPU counts, by the steps read (counting: 0 when none are kept) */
     int counting;
-    const double *step_starts, *step_ends;
-    const long long *step_numbers;
-    size_t nsteps;
-    int has_first, in_first;
-    long long first;
-    double low, high;
+    Steps steps; /* viewed, not owned */
     OpCell *cells;
     size_t ncells;
     OpCell other_cell;
-};
+} Fold;
 
 typedef struct {
     double by_mask[KIND_MASKS];
@@ -58,9 +60,9 @@ typedef struct {
     long long count;
 } Breakdown;
 
-int fold_init(Fold *fold, size_t tracked_streams);
+int fold_init(Fold *fold, size_t tracked_streams, size_t exact);
 void fold_free(Fold *fold);
-/* 0, or -1 with errno set (or a Python error, from flush). */
+/* 0, or -1 with errno set. */
 int sweep(Merge *records, double limit, int everything, Fold *fold, Breakdown *out);
 
 #endif

@@ -1,24 +1,16 @@
-/* tracesets.analysis._native: the GPU half of a rank's pass in C.
+/* tracesets.analysis._native: a rank's pass in C.
  *
  * Core holds a rank's GPU events and launches (pairing.c), sorted in bounded memory
- * (records.c), and sweeps them at the end (sweep.c); compiled.py builds the figures from
- * what finish() returns, with the same code as the reference (kernels.GpuEvents). */
+ * (records.c), and sweeps them at the end (sweep.c); Operators counts operators by step
+ * (operators.c); fold_events reads each event once (fold.c). compiled.py builds the
+ * figures from what they hold, with the reference's own code. */
 #include "memory.h"
 
 #include <math.h>
 
-#include "pairing.h"
+#include "core.h"
+#include "operators.h"
 #include "sweep.h"
-
-typedef struct {
-    PyObject_HEAD
-    Pairing pairing;
-    int ready;
-    PyObject *names;   /* kernel name: code (number << 2 | kind), as resolve gave it */
-    PyObject *resolve; /* name -> code, for a name not seen yet */
-    PyObject *flush;   /* (calls, runs, delays) as bytes of doubles */
-    PyObject *directory;
-} Core;
 
 static int number(PyObject *value, double *out) {
     if (PyFloat_CheckExact(value)) {
@@ -46,13 +38,11 @@ static int failed_errno(void) {
 }
 
 static int Core_init(Core *self, PyObject *args, PyObject *kwargs) {
-    static char *keywords[] = {"window", "buffer", "fan_in", "resolve", "flush", "directory",
-                               NULL};
+    static char *keywords[] = {"window", "buffer", "fan_in", "resolve", "directory", NULL};
     Py_ssize_t window, buffer, fan_in;
-    PyObject *resolve, *flush, *directory;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "nnnOOO&", keywords, &window, &buffer,
-                                     &fan_in, &resolve, &flush, PyUnicode_FSConverter,
-                                     &directory))
+    PyObject *resolve, *directory;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "nnnOO&", keywords, &window, &buffer, &fan_in,
+                                     &resolve, PyUnicode_FSConverter, &directory))
         return -1;
     if (self->ready) {
         PyErr_SetString(PyExc_RuntimeError, "Core is initialised once");
@@ -71,9 +61,7 @@ static int Core_init(Core *self, PyObject *args, PyObject *kwargs) {
         return -1;
     }
     Py_INCREF(resolve);
-    Py_INCREF(flush);
     self->resolve = resolve;
-    self->flush = flush;
     self->directory = directory;
     if (pairing_init(&self->pairing, (size_t)window, (size_t)buffer, (size_t)fan_in,
                      PyBytes_AS_STRING(directory)) < 0) {
@@ -100,14 +88,12 @@ static void Core_close_all(Core *self) {
 static int Core_traverse(Core *self, visitproc visit, void *arg) {
     Py_VISIT(self->names);
     Py_VISIT(self->resolve);
-    Py_VISIT(self->flush);
     return 0;
 }
 
 static int Core_clear(Core *self) {
     Py_CLEAR(self->names);
     Py_CLEAR(self->resolve);
-    Py_CLEAR(self->flush);
     return 0;
 }
 
@@ -134,6 +120,18 @@ static long name_code(Core *self, PyObject *name) {
     return value == -1 && PyErr_Occurred() ? LONG_MIN : value;
 }
 
+int core_add_gpu(Core *self, PyObject *name, double start, double end, double correlation,
+                 double stream, int kernel_category) {
+    if (check_ready(self) < 0) return -1;
+    long code = name_code(self, name);
+    if (code == LONG_MIN) return -1;
+    long kind = code & 3, named = code >> 2;
+    double flags = (double)(kernel_category ? kind | 4 : kind);
+    if (pairing_gpu(&self->pairing, start, end, correlation, flags, (double)named, stream) < 0)
+        return failed_errno();
+    return 0;
+}
+
 /* add_gpu(name, start, end, correlation, stream=0, kernel_category=True) */
 static PyObject *Core_add_gpu(Core *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs < 4 || nargs > 6) {
@@ -141,18 +139,19 @@ static PyObject *Core_add_gpu(Core *self, PyObject *const *args, Py_ssize_t narg
         return NULL;
     }
     double start, end, correlation, stream = 0;
-    if (check_ready(self) < 0 || number(args[1], &start) < 0 || number(args[2], &end) < 0 ||
+    if (number(args[1], &start) < 0 || number(args[2], &end) < 0 ||
         number(args[3], &correlation) < 0 || (nargs > 4 && number(args[4], &stream) < 0))
         return NULL;
     int category = 1;
     if (nargs > 5 && (category = PyObject_IsTrue(args[5])) < 0) return NULL;
-    long code = name_code(self, args[0]);
-    if (code == LONG_MIN) return NULL;
-    long kind = code & 3, named = code >> 2;
-    double flags = (double)(category ? kind | 4 : kind);
-    if (pairing_gpu(&self->pairing, start, end, correlation, flags, (double)named, stream) < 0)
-        return failed_errno(), NULL;
+    if (core_add_gpu(self, args[0], start, end, correlation, stream, category) < 0) return NULL;
     Py_RETURN_NONE;
+}
+
+int core_add_launch(Core *self, double start, double correlation, double call) {
+    if (check_ready(self) < 0) return -1;
+    if (pairing_launch(&self->pairing, start, correlation, call) < 0) return failed_errno();
+    return 0;
 }
 
 /* add_launch(start, correlation, call=nan) */
@@ -162,24 +161,29 @@ static PyObject *Core_add_launch(Core *self, PyObject *const *args, Py_ssize_t n
         return NULL;
     }
     double start, correlation, call = NAN;
-    if (check_ready(self) < 0 || number(args[0], &start) < 0 ||
-        number(args[1], &correlation) < 0 || (nargs > 2 && number(args[2], &call) < 0))
+    if (number(args[0], &start) < 0 || number(args[1], &correlation) < 0 ||
+        (nargs > 2 && number(args[2], &call) < 0))
         return NULL;
-    if (pairing_launch(&self->pairing, start, correlation, call) < 0) return failed_errno(), NULL;
+    if (core_add_launch(self, start, correlation, call) < 0) return NULL;
     Py_RETURN_NONE;
 }
 
-static int flush_launches(Fold *fold) {
-    Core *self = fold->context;
-    size_t size = fold->nlaunches * sizeof(double);
-    PyObject *result = PyObject_CallFunction(
-        self->flush, "y#y#y#", (const char *)fold->calls, (Py_ssize_t)size,
-        (const char *)fold->runs, (Py_ssize_t)size, (const char *)fold->delays,
-        (Py_ssize_t)size);
-    fold->nlaunches = 0;
-    if (result == NULL) return -1;
-    Py_DECREF(result);
-    return 0;
+/* (count, exact values as bytes of doubles or None once binned, [(bin, count)]) */
+static PyObject *distribution_tuple(const Distribution *d) {
+    PyObject *bins = PyList_New((Py_ssize_t)d->nbins);
+    if (bins == NULL) return NULL;
+    for (size_t i = 0; i < d->nbins; i++) {
+        PyObject *bin = Py_BuildValue("(lL)", d->bin_index[i], d->bin_count[i]);
+        if (bin == NULL) {
+            Py_DECREF(bins);
+            return NULL;
+        }
+        PyList_SET_ITEM(bins, (Py_ssize_t)i, bin);
+    }
+    if (d->binned) return Py_BuildValue("(LON)", d->count, Py_None, bins);
+    static const char none[1] = "";
+    return Py_BuildValue("(Ly#N)", d->count, d->nexact ? (const char *)d->exact : none,
+                         (Py_ssize_t)(d->nexact * sizeof(double)), bins);
 }
 
 static PyObject *moments_tuple(const Moments *m) {
@@ -220,10 +224,12 @@ static PyObject *folded(Fold *fold, const Breakdown *b) {
         if (appended < 0) goto failed;
     }
     const OpCell *o = &fold->other_cell;
-    return Py_BuildValue("(LNdddNNNLLLN(dddd))", b->count, by_mask, b->first, b->group_end,
+    return Py_BuildValue("(LNdddNNNLLLN(dddd)NNN)", b->count, by_mask, b->first, b->group_end,
                          b->busy, moments, moments_tuple(&fold->unnamed), streams,
                          fold->short_kernels, fold->long_delays, fold->long_runtimes, cells,
-                         o->count, o->total, o->first_count, o->first_total);
+                         o->count, o->total, o->first_count, o->first_total,
+                         distribution_tuple(&fold->calls), distribution_tuple(&fold->runs),
+                         distribution_tuple(&fold->delays));
 failed:
     Py_XDECREF(by_mask);
     Py_XDECREF(moments);
@@ -232,63 +238,54 @@ failed:
     return NULL;
 }
 
-/* The steps of OperatorCounter: (starts, ends, numbers, first, low, high, in_first). */
+/* The steps of the operator counts: (starts, ends, numbers, first, low, high, in_first), the
+ * arrays as buffers of doubles and of 64-bit integers (array.array, or bytes). */
 static int read_steps(PyObject *steps, Fold *fold, Py_buffer views[3]) {
-    PyObject *starts, *ends, *numbers, *first;
+    PyObject *arrays[3], *first;
     int in_first;
-    if (!PyArg_ParseTuple(steps, "OOOOddp", &starts, &ends, &numbers, &first, &fold->low,
-                          &fold->high, &in_first))
+    if (!PyArg_ParseTuple(steps, "OOOOddp", &arrays[0], &arrays[1], &arrays[2], &first,
+                          &fold->steps.low, &fold->steps.high, &in_first))
         return -1;
-    if (PyObject_GetBuffer(starts, &views[0], PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) return -1;
-    if (PyObject_GetBuffer(ends, &views[1], PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) {
-        PyBuffer_Release(&views[0]);
-        return -1;
+    int got = 0;
+    for (; got < 3; got++)
+        if (PyObject_GetBuffer(arrays[got], &views[got], PyBUF_C_CONTIGUOUS) < 0) break;
+    Py_ssize_t size = got == 3 ? views[0].len : -1;
+    if (got == 3 && (size % 8 || views[1].len != size || views[2].len != size)) {
+        PyErr_SetString(PyExc_ValueError, "steps: as many starts, ends and numbers");
+        size = -1;
     }
-    if (PyObject_GetBuffer(numbers, &views[2], PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) {
-        PyBuffer_Release(&views[0]);
-        PyBuffer_Release(&views[1]);
-        return -1;
-    }
-    Py_ssize_t n = views[0].len / (Py_ssize_t)sizeof(double);
-    if (views[0].itemsize != sizeof(double) || views[1].itemsize != sizeof(double) ||
-        views[2].itemsize != sizeof(long long) || views[1].len != views[0].len ||
-        views[2].len / (Py_ssize_t)sizeof(long long) != n) {
-        PyErr_SetString(PyExc_ValueError, "steps: arrays of doubles and of 64-bit integers");
-        for (int i = 0; i < 3; i++) PyBuffer_Release(&views[i]);
+    if (size < 0 || (first != Py_None && (fold->steps.first = PyLong_AsLongLong(first)) == -1 &&
+                     PyErr_Occurred())) {
+        for (int i = 0; i < got; i++) PyBuffer_Release(&views[i]);
         return -1;
     }
     fold->counting = 1;
-    fold->step_starts = views[0].buf;
-    fold->step_ends = views[1].buf;
-    fold->step_numbers = views[2].buf;
-    fold->nsteps = (size_t)n;
-    fold->in_first = in_first;
-    fold->has_first = first != Py_None;
-    if (fold->has_first && (fold->first = PyLong_AsLongLong(first)) == -1 && PyErr_Occurred()) {
-        for (int i = 0; i < 3; i++) PyBuffer_Release(&views[i]);
-        return -1;
-    }
+    fold->steps.starts = views[0].buf;
+    fold->steps.ends = views[1].buf;
+    fold->steps.numbers = views[2].buf;
+    fold->steps.n = (size_t)size / 8;
+    fold->steps.in_first = in_first;
+    fold->steps.has_first = first != Py_None;
     return 0;
 }
 
-/* finish(last_step, steps, tracked_streams): pairs what waits and sweeps every record once;
- * the GPU events are given up, then. */
+/* finish(last_step, steps, tracked_streams, exact): pairs what waits and sweeps every
+ * record once; the GPU events are given up, then. */
 static PyObject *Core_finish(Core *self, PyObject *args) {
     PyObject *last_step, *steps;
-    Py_ssize_t tracked;
-    if (!PyArg_ParseTuple(args, "OOn", &last_step, &steps, &tracked) || check_ready(self) < 0)
+    Py_ssize_t tracked, exact;
+    if (!PyArg_ParseTuple(args, "OOnn", &last_step, &steps, &tracked, &exact) ||
+        check_ready(self) < 0)
         return NULL;
     double limit = INFINITY;
     int everything = last_step == Py_None;
     if (!everything && number(last_step, &limit) < 0) return NULL;
     Fold fold;
     Py_buffer views[3];
-    if (fold_init(&fold, tracked < 0 ? 0 : (size_t)tracked) < 0) {
+    if (fold_init(&fold, tracked < 0 ? 0 : (size_t)tracked, exact < 0 ? 0 : (size_t)exact) < 0) {
         fold_free(&fold);
         return failed_errno(), NULL;
     }
-    fold.flush = flush_launches;
-    fold.context = self;
     if (steps != Py_None && read_steps(steps, &fold, views) < 0) {
         fold_free(&fold);
         return NULL;
@@ -323,12 +320,12 @@ static PyMethodDef Core_methods[] = {
     {"add_launch", (PyCFunction)(void (*)(void))Core_add_launch, METH_FASTCALL,
      "A CPU-side event with a correlation: (start, correlation, call=nan)."},
     {"finish", (PyCFunction)Core_finish, METH_VARARGS,
-     "Pair what waits, sweep every record: (last_step, steps, tracked_streams)."},
+     "Pair what waits, sweep every record: (last_step, steps, tracked_streams, exact)."},
     {"close", (PyCFunction)Core_close, METH_NOARGS, "Give the events and the spill file up."},
     {NULL, NULL, 0, NULL},
 };
 
-static PyTypeObject CoreType = {
+PyTypeObject CoreType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "tracesets.analysis._native.Core",
     .tp_basicsize = sizeof(Core),
@@ -342,17 +339,23 @@ static PyTypeObject CoreType = {
     .tp_methods = Core_methods,
 };
 
+static PyMethodDef module_methods[] = {
+    {"configure", fold_configure, METH_VARARGS,
+     "What the event loop needs of the Python side (compiled.py, once)."},
+    {"fold_events", fold_events, METH_VARARGS,
+     "A batch of events folded in: (events, core, operators, on_step, on_collective)."},
+    {NULL, NULL, 0, NULL},
+};
+
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_native", "The GPU half of a rank's pass in C.", -1, NULL,
+    PyModuleDef_HEAD_INIT, "_native", "A rank's pass in C.", -1, module_methods, NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC PyInit__native(void) {
-    if (PyType_Ready(&CoreType) < 0) return NULL;
+    if (PyType_Ready(&CoreType) < 0 || PyType_Ready(&OperatorsType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
-    Py_INCREF(&CoreType);
-    if (PyModule_AddObject(m, "Core", (PyObject *)&CoreType) < 0) {
-        Py_DECREF(&CoreType);
+    if (PyModule_AddType(m, &CoreType) < 0 || PyModule_AddType(m, &OperatorsType) < 0) {
         Py_DECREF(m);
         return NULL;
     }
