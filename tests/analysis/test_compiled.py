@@ -20,6 +20,7 @@ import gzip
 import os
 import shutil
 import sysconfig
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import orjson
@@ -175,3 +176,16 @@ def test_a_core_closed_refuses_more_events() -> None:
         gpu.add_launch(1.0, 3)
     with pytest.raises(TypeError):
         gpu.add_gpu("sgemm", 0.0)  # type: ignore[call-arg]
+
+
+@needs_native
+def test_ranks_swept_at_once_in_threads() -> None:
+    """The sweep runs without the GIL: ranks swept at once in threads, their runs sorted
+    and merged at the same moments, give each what it gives alone."""
+    runs = [Run(tp=2, dp=2, steps=6, seed=seed) for seed in range(6)]
+    traces = [orjson.loads(rank_trace(run, 1))["traceEvents"] for run in runs]
+    sizes = {"window": 3, "buffer": 16, "fan_in": 2}
+    alone = [analysed(events, True, sizes) for events in traces]
+    with ThreadPoolExecutor(len(traces)) as pool:
+        together = list(pool.map(lambda events: analysed(events, True, sizes), traces))
+    assert together == alone

@@ -12,6 +12,10 @@ methods, and the figures are built here by the reference's code (``_breakdown``,
 ``KernelFold.result``, ``operator_rows``). ``tests/analysis/test_compiled.py`` runs
 every trace the tests hold, and events of every shape, through both.
 
+The C holds the GIL a batch of events at a time (a fraction of a millisecond) and
+releases it for the pairing and the sweep at the end, which touch no Python object: a
+service inspecting a rank of gigabytes in a thread keeps answering meanwhile.
+
 The extension is optional (``setup.py``): where it was not built, ``sinks`` gives the
 reference, with the same figures.
 """

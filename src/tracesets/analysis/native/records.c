@@ -14,7 +14,8 @@
 
 #define READ_BLOCK 2048
 
-static int sort_width;
+/* the width qsort's comparison reads: one per thread, as sorts run without the GIL */
+static _Thread_local int sort_width;
 
 int records_compare(const double *a, const double *b, int width) {
     for (int i = 0; i < width; i++) {
