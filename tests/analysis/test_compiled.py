@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import dataclasses
 import gzip
+import io
 import os
 import shutil
 import sysconfig
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -38,9 +41,10 @@ from tests.analysis.test_streaming_exact import (
     gpu_traces,
     kineto_order,
 )
-from tracesets.analysis import compiled
+from tracesets.analysis import compiled, spill
 from tracesets.analysis.compiled import CompiledGpuEvents, CompiledOperators
 from tracesets.analysis.decoding import typed
+from tracesets.analysis.files import analyze_stream
 from tracesets.analysis.kernels import GpuEvents
 from tracesets.analysis.operators import OperatorCounter
 from tracesets.analysis.rank import RankAccumulator, RankAnalysis
@@ -189,3 +193,21 @@ def test_ranks_swept_at_once_in_threads() -> None:
     with ThreadPoolExecutor(len(traces)) as pool:
         together = list(pool.map(lambda events: analysed(events, True, sizes), traces))
     assert together == alone
+
+
+@pytest.mark.parametrize(
+    "native", [pytest.param(True, marks=needs_native), False], ids=["compiled", "reference"]
+)
+def test_a_temporary_folder_gone_leaves_the_other_figures(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, native: bool
+) -> None:
+    """The spill file cannot be made: the rank keeps what was read and says it was the
+    machine's fault (no "could not be read", which would blame the trace)."""
+    monkeypatch.setattr(compiled, "NATIVE", native)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "gone"))
+    monkeypatch.setattr(spill, "BUFFER", 8)
+    run = Run(tp=2, dp=2, steps=5, seed=1)
+    analysis = analyze_stream(io.BytesIO(rank_trace(run, 0)))
+    assert analysis.steps.count >= 1 and analysis.gpu is None  # read before the spill
+    assert analysis.problem is not None
+    assert analysis.problem.startswith("the GPU figures were not computed: their temporary")

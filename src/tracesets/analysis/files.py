@@ -20,7 +20,8 @@ from typing import Any, Final
 
 from tracesets.analysis.decoding import TYPED
 from tracesets.analysis.events import EventsUnreadable, Outside, scan_events
-from tracesets.analysis.rank import GroupCollectives, RankAccumulator, RankAnalysis
+from tracesets.analysis.rank import GroupCollectives, RankAccumulator, RankAnalysis, spill_failed
+from tracesets.analysis.spill import SpillFailed
 from tracesets.inspection.archives import (
     Member,
     is_tar,
@@ -107,6 +108,8 @@ def analyze_stream(stream: Readable, block: int | None = None) -> RankAnalysis:
         raise
     except EventsUnreadable as error:
         return accumulator.result(str(error))
+    except SpillFailed as error:
+        return accumulator.result(spill_failed(error), gpu=False)
     except Exception as error:
         return accumulator.result(describe(error))
     if not outside.found:

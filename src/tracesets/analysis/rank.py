@@ -22,6 +22,7 @@ from tracesets.analysis.decoding import NO_ARGS, EventArgs, TraceEvent
 from tracesets.analysis.gpu import DEVICE_SYNCS, GpuTime, hta_interval
 from tracesets.analysis.kernel_stats import KERNEL_CATEGORIES, LAUNCHES, KernelStats
 from tracesets.analysis.operators import OperatorCounter, OperatorRow
+from tracesets.analysis.spill import SpillFailed
 from tracesets.inspection.distributed import MAX_WHOLE, parse_ranks, whole_number
 
 #: HTA's ``ProfilerStepGroupingPattern``.
@@ -110,6 +111,16 @@ def _correlation(correlation: object) -> int:
     if isinstance(correlation, int) and not isinstance(correlation, bool):
         return correlation
     return -1
+
+
+def spill_failed(error: SpillFailed) -> str:
+    """Why a rank has no GPU figures when their temporary file failed: the machine's fault,
+    not the trace's, so the other figures stand."""
+    return (
+        "the GPU figures were not computed: their temporary file failed "
+        f"({error.strerror or error}); the service's temporary folder (TMPDIR) needs room "
+        "for about 6 % of the trace"
+    )
 
 
 class GpuSink(Protocol):
@@ -300,7 +311,9 @@ class RankAccumulator:
                     "not counted"
                 )
 
-    def result(self, problem: str | None = None) -> RankAnalysis:
+    def result(self, problem: str | None = None, *, gpu: bool = True) -> RankAnalysis:
+        """The figures; ``gpu=False`` when the GPU events' spill failed while they were
+        read: the events kept are not all of them, so no GPU figure is given."""
         durations = sorted(self.step_durations)
         steps = Steps(
             count=len(durations),
@@ -310,18 +323,22 @@ class RankAccumulator:
         )
         # HTA drops the GPU work of the last step only when there are two steps or more.
         last_step = self.last_step if self.two_steps else None
-        timed = self.gpu.time(last_step)
-        gpu, kernels = (None, None) if timed is None else timed
+        timed = None
+        try:
+            timed = self.gpu.time(last_step) if gpu else None
+        except SpillFailed as error:  # the records' temporary file: TMPDIR full, or gone
+            problem = "; ".join(p for p in (problem, spill_failed(error)) if p)
+        gpu_time, kernels = (None, None) if timed is None else timed
         past_64_bits = self.past_64_bits
-        if gpu is not None and not abs(gpu.kernel_us) <= MAX_WHOLE:
+        if gpu_time is not None and not abs(gpu_time.kernel_us) <= MAX_WHOLE:
             past_64_bits = (
-                f"the GPU time spans {gpu.kernel_us:.6g} µs, past 2^63 - 1: an event's ts or "
-                "dur is out of range"
+                f"the GPU time spans {gpu_time.kernel_us:.6g} µs, past 2^63 - 1: an event's ts "
+                "or dur is out of range"
             )
         return RankAnalysis(
             events=self.events,
             steps=steps,
-            gpu=gpu,
+            gpu=gpu_time,
             kernels=kernels,
             collectives=sorted(self.groups.values(), key=lambda g: g.name),
             operators=self.operators.rows(),

@@ -19,9 +19,11 @@ import os
 import tempfile
 import weakref
 from array import array
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from itertools import chain, islice
-from typing import Final
+from typing import Final, TypeVar
+
+_T = TypeVar("_T")
 
 #: Records sorted in memory before a run is written (about 150 bytes each meanwhile).
 BUFFER: Final = 65_536
@@ -31,6 +33,18 @@ FAN_IN: Final = 64
 READ_BLOCK: Final = 2_048
 
 Record = tuple[float, ...]
+
+
+class SpillFailed(OSError):
+    """The temporary file could not be made, written or read (the machine's fault, not the
+    trace's: its folder full, or gone). The compiled twin raises it too."""
+
+
+def _spilling(call: Callable[..., _T], *args: object) -> _T:
+    try:
+        return call(*args)
+    except OSError as error:
+        raise SpillFailed(error.errno, error.strerror or str(error)) from error
 
 
 class SortedRecords:
@@ -74,7 +88,7 @@ class SortedRecords:
 
     def _write_run(self, records: Iterable[Record]) -> None:
         if self._fd is None:  # unlinked at once: nothing is left behind, even by a crash
-            self._fd, name = tempfile.mkstemp(prefix="tracesets-analysis-")
+            self._fd, name = _spilling(tempfile.mkstemp, None, "tracesets-analysis-")
             os.unlink(name)
             self._closer = weakref.finalize(self, os.close, self._fd)  # if never closed
         start, written = self._end, 0
@@ -82,7 +96,7 @@ class SortedRecords:
         while block := list(islice(records, READ_BLOCK)):
             data = array("d", chain.from_iterable(block)).tobytes()
             while data:  # the runs being merged are read meanwhile, hence offsets, not seeks
-                wrote = os.pwrite(self._fd, data, self._end)
+                wrote = _spilling(os.pwrite, self._fd, data, self._end)
                 data = data[wrote:]
                 self._end += wrote
             written += len(block)
@@ -123,10 +137,10 @@ class SortedRecords:
 
 
 def _read_exactly(fd: int, size: int, offset: int) -> bytes:
-    data = os.pread(fd, size, offset)
+    data = _spilling(os.pread, fd, size, offset)
     while len(data) < size:
-        more = os.pread(fd, size - len(data), offset + len(data))
+        more = _spilling(os.pread, fd, size - len(data), offset + len(data))
         if not more:
-            raise OSError(f"the analysis spill file ended at {offset + len(data)}")
+            raise SpillFailed(f"the analysis spill file ended at {offset + len(data)}")
         data += more
     return data

@@ -6,6 +6,7 @@
  * figures from what they hold, with the reference's own code. */
 #include "memory.h"
 
+#include <errno.h>
 #include <math.h>
 
 #include "core.h"
@@ -32,8 +33,15 @@ static int number(PyObject *value, double *out) {
     return 0;
 }
 
+/* spill.SpillFailed: the temporary file failed, the machine's fault, not the trace's. */
+static PyObject *spill_failed;
+
 static int failed_errno(void) {
-    if (!PyErr_Occurred()) PyErr_SetFromErrno(PyExc_OSError);
+    if (PyErr_Occurred()) return -1;
+    if (errno == ENOMEM)
+        PyErr_NoMemory();
+    else
+        PyErr_SetFromErrno(spill_failed);
     return -1;
 }
 
@@ -359,6 +367,11 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__native(void) {
     if (PyType_Ready(&CoreType) < 0 || PyType_Ready(&OperatorsType) < 0) return NULL;
+    PyObject *spill = PyImport_ImportModule("tracesets.analysis.spill");
+    if (spill == NULL) return NULL;
+    spill_failed = PyObject_GetAttrString(spill, "SpillFailed");
+    Py_DECREF(spill);
+    if (spill_failed == NULL) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
     if (PyModule_AddType(m, &CoreType) < 0 || PyModule_AddType(m, &OperatorsType) < 0) {
