@@ -13,7 +13,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.inspection.kineto_writer import gzipped, kineto_trace
-from tracesets.inspection import BytesSource, FileFinding, SourceError, inspect_file, summarize
+from tracesets.inspection import (
+    BytesSource,
+    FileFinding,
+    SourceError,
+    decompress,
+    inspect_file,
+    summarize,
+)
 
 TRACE = kineto_trace(3, 8, layout="tail", events=40)
 
@@ -77,6 +84,17 @@ def test_corrupt_gzip() -> None:
     data = bytearray(gzipped(TRACE))
     data[3] = 0xFF  # reserved flag bits
     assert unreadable("t.gz", bytes(data)).startswith("the compressed data is corrupt")
+
+
+def test_a_large_gzip_damaged_in_its_middle() -> None:
+    data = bytearray(gzipped(kineto_trace(3, 8, layout="tail", events=60_000)))
+    assert len(data) > decompress.WHOLE_INPUT_LIMIT  # read step by step, not in one call
+    middle = len(data) // 2
+    data[middle : middle + 64] = bytes(b ^ 0x55 for b in data[middle : middle + 64])
+    finding = only("rank3.json.gz", bytes(data))
+    assert finding.format == "kineto-json-gzip"  # its head was read: it is a Kineto trace
+    assert not finding.readable and finding.rank is None
+    assert (finding.problem or "").startswith("the compressed data is corrupt (")
 
 
 def test_a_plain_trace_cut_inside_its_distributed_info() -> None:
