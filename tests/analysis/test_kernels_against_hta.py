@@ -9,6 +9,7 @@ import logging
 import math
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hta.trace_analysis import TraceAnalysis
@@ -41,6 +42,26 @@ HTA_ONLY_TYPES: dict[str, dict[str, float]] = {
 }
 #: Traces whose launches HTA's launch statistics do not recognise (ROCm's ``hipLaunchKernel``).
 NO_LAUNCHES = frozenset(("mi250_minitoy_train_ROCm6_2_kineto.json.gz",))
+
+
+def assert_idle_agrees(stats: KernelStats, their_idle: Any) -> None:
+    """Each stream's idle time by cause, and each cause's share of it: HTA's ratio is
+    rounded to 0.01 (a point); its share unrounded is its time over its stream's."""
+    for stream in stats.idle:
+        by_cause = their_idle[their_idle["stream"] == stream.stream]
+        causes = dict(zip(by_cause["idle_category"], by_cause["idle_time"], strict=True))
+        assert stream.host_wait_us == pytest.approx(causes.get("host_wait", 0), abs=1)
+        assert stream.kernel_wait_us == pytest.approx(causes.get("kernel_wait", 0), abs=1)
+        assert stream.other_us == pytest.approx(causes.get("other", 0), abs=1)
+        ratios = dict(zip(by_cause["idle_category"], by_cause["idle_time_ratio"], strict=True))
+        total = sum(causes.values())
+        shares = stream.shares()
+        assert (shares is None) == (total <= 0)
+        if shares is None:
+            continue
+        for share, cause in zip(shares, ("host_wait", "kernel_wait", "other"), strict=True):
+            assert share == pytest.approx(100 * causes.get(cause, 0) / total, abs=0.1)
+            assert share == pytest.approx(100 * ratios.get(cause, 0), abs=0.5 + 0.1)
 
 
 def assert_agrees(directory: Path, paths: list[Path]) -> None:
@@ -84,13 +105,7 @@ def assert_agrees(directory: Path, paths: list[Path]) -> None:
         shown = {r.name for r in named}
         left_out = [row["sum (us)"] for name, row in theirs_by_name.items() if name not in shown]
         assert max(left_out, default=-math.inf) <= named[-1].sum_us + 1
-        their_idle = idle[idle["rank"] == rank]
-        for stream in stats.idle:
-            by_cause = their_idle[their_idle["stream"] == stream.stream]
-            causes = dict(zip(by_cause["idle_category"], by_cause["idle_time"], strict=True))
-            assert stream.host_wait_us == pytest.approx(causes.get("host_wait", 0), abs=1)
-            assert stream.kernel_wait_us == pytest.approx(causes.get("kernel_wait", 0), abs=1)
-            assert stream.other_us == pytest.approx(causes.get("other", 0), abs=1)
+        assert_idle_agrees(stats, idle[idle["rank"] == rank])
         frame = launches[rank]
         launch = stats.launches
         assert launch.launches == len(frame)

@@ -18,6 +18,7 @@ import pytest
 
 from tests.analysis.run_writer import Run, rank_trace
 from tracesets.analysis import RankAnalysis, analyze_file
+from tracesets.analysis.kernel_stats import StreamIdle
 from tracesets.inspection import BytesSource
 
 
@@ -191,3 +192,19 @@ def test_launches_out_of_correlation_order_give_the_same_answers() -> None:
     events[first], events[second] = events[second], events[first]
     document = {"distributedInfo": INFO, "traceEvents": events}
     assert_known(only("t.json", json.dumps(document).encode()))
+
+
+@pytest.mark.parametrize(
+    ("host", "kernel", "other", "shares"),
+    [
+        (30.0, 10.0, 60.0, (30.0, 10.0, 60.0)),
+        (1.0, 1.0, 1.0, (33.33, 33.33, 33.33)),  # in %, two decimals
+        (50.0, -10.0, 60.0, (50.0, -10.0, 60.0)),  # a negative kernel wait counts, as HTA's
+        (0.0, 0.0, 0.0, None),  # a stream never idle: no share means anything
+        (0.0, -5.0, 0.0, None),  # idle time that is not positive: neither
+    ],
+)
+def test_each_idle_causes_share_of_its_streams_idle_time(
+    host: float, kernel: float, other: float, shares: tuple[float, float, float] | None
+) -> None:
+    assert StreamIdle(7, host, kernel, other).shares() == shares

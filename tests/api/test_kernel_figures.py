@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 import orjson
+import pytest
 
 from tests.analysis.run_writer import Run
 from tests.api.test_rank_figures import run_files
@@ -58,6 +59,9 @@ def test_each_ranks_kernel_figures_are_served_as_analysed(
     for members in expected.values():
         assert members["topKernels"] and members["kernelTypes"] and members["idleBreakdown"]
         assert members["launchStats"]["launches"] > 0
+        for idle in members["idleBreakdown"]:  # each cause's share of its stream's idle time
+            shares = [idle[f"{cause}Pct"] for cause in ("hostWait", "kernelWait", "other")]
+            assert sum(shares) == pytest.approx(100, abs=0.02)
     served = {figures["file"]: kernel_members(figures) for figures in inspection["perRank"]}
     assert served == expected
     paged = {

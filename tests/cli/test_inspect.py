@@ -176,12 +176,16 @@ def test_inspect_shows_idle_causes_and_with_kernels_each_ranks_top_kernels(
     plain = ok(run_tracesets("inspect", tmp_path, env={})).stdout
     assert "top kernels per rank" not in plain
     idle = table_rows(plain, "idle time by cause")
-    assert idle[0] == ["rank", "stream", "host wait µs", "kernel wait µs", "other µs"]
+    assert idle[0] == ["rank", "stream", "host wait µs (%)", "kernel wait µs (%)", "other µs (%)"]
     assert idle[1:] == [
         [str(r["rank"]), str(s["stream"]),
-         *(f"{s[m]:,.1f}" for m in ("hostWaitUs", "kernelWaitUs", "otherUs"))]
+         *(f"{s[m + 'Us']:,.1f} ({s[m + 'Pct']:.2f} %)" for m in ("hostWait", "kernelWait", "other"))]
         for r in report["perRank"] for s in r["idleBreakdown"]
     ]  # fmt: skip
+    for s in (s for r in report["perRank"] for s in r["idleBreakdown"]):
+        total = s["hostWaitUs"] + s["kernelWaitUs"] + s["otherUs"]
+        for m in ("hostWait", "kernelWait", "other"):
+            assert s[m + "Pct"] == pytest.approx(100 * s[m + "Us"] / total, abs=0.01)
     assert len(idle) > 3
 
     with_kernels = ok(run_tracesets("inspect", tmp_path, "--kernels", env={})).stdout

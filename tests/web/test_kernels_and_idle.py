@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import itertools
 import json
+import re
 from typing import Any
 
 import httpx
@@ -85,8 +86,11 @@ def test_eight_ranks_name_the_rank_where_the_top_kernel_is_slowest(
         parts = ("hostWaitUs", "kernelWaitUs", "otherUs")
         total = sum(max(0.0, s[part]) for s in one["idleBreakdown"] for part in parts)
         rank = one["rank"]
-        drawn = chart.locator(f'g.idle-bar[data-rank="{rank}"]').get_attribute("data-us")
-        assert abs(float(drawn or 0) - total) < 1e-6
+        bar = chart.locator(f'g.idle-bar[data-rank="{rank}"]')
+        assert abs(float(bar.get_attribute("data-us") or 0) - total) < 1e-6
+        host = sum(max(0.0, s["hostWaitUs"]) for s in one["idleBreakdown"])
+        share = re.escape(f"({100 * host / total:.1f} %)")
+        expect(bar.locator("title")).to_contain_text(re.compile(rf"host wait [^,(]+ {share},"))
     legend = tab.page.locator("ul.idle-legend li")
     expect(legend).to_have_text(["host wait", "kernel wait", "other idle"])
     labels_inside(tab, chart)

@@ -98,6 +98,18 @@ class StreamIdle:
     kernel_wait_us: float
     other_us: float
 
+    def shares(self) -> tuple[float, float, float] | None:
+        """Each cause's share of the stream's idle time as HTA's ``idle_time_ratio``, in %
+        (two decimals); None when that time is not positive, where a share means nothing.
+        Made from the µs kept, so figures handed between processes by a release without
+        the shares (``stored``) have them too."""
+        parts = (self.host_wait_us, self.kernel_wait_us, self.other_us)
+        total = sum(parts)
+        if total <= 0:
+            return None
+        host, kernel, other = (round(100 * part / total, 2) for part in parts)
+        return host, kernel, other
+
 
 @dataclass(frozen=True, slots=True)
 class LaunchStats:

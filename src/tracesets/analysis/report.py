@@ -16,7 +16,7 @@ from tracesets.analysis.checks import Checks, check_ranks, unique_ranks
 from tracesets.analysis.files import TraceAnalysis
 from tracesets.analysis.gpu import GpuTime
 from tracesets.analysis.kernel_spread import KernelSpread, kernel_spread
-from tracesets.analysis.kernel_stats import KernelStats
+from tracesets.analysis.kernel_stats import KernelStats, StreamIdle
 from tracesets.analysis.rank import GroupCollectives, RankAnalysis
 from tracesets.inspection.findings import FileFinding
 
@@ -43,6 +43,19 @@ def gpu_json(gpu: GpuTime | None) -> dict[str, Any] | None:
     }
 
 
+def _idle_json(idle: StreamIdle) -> dict[str, Any]:
+    host, kernel, other = idle.shares() or (None, None, None)
+    return {
+        "stream": idle.stream,
+        "hostWaitUs": idle.host_wait_us,
+        "kernelWaitUs": idle.kernel_wait_us,
+        "otherUs": idle.other_us,
+        "hostWaitPct": host,
+        "kernelWaitPct": kernel,
+        "otherPct": other,
+    }
+
+
 def kernels_json(stats: KernelStats | None) -> dict[str, Any]:
     """The kernels' members of a rank's figures (empty lists and null without GPU time)."""
     if stats is None:
@@ -55,11 +68,7 @@ def kernels_json(stats: KernelStats | None) -> dict[str, Any]:
              "meanUs": k.mean_us, "minUs": k.min_us, "maxUs": k.max_us, "stddevUs": k.stddev_us}
             for k in stats.top
         ],
-        "idleBreakdown": [
-            {"stream": s.stream, "hostWaitUs": s.host_wait_us,
-             "kernelWaitUs": s.kernel_wait_us, "otherUs": s.other_us}
-            for s in stats.idle
-        ],
+        "idleBreakdown": [_idle_json(s) for s in stats.idle],
         "launchStats": {
             "launches": launch.launches,
             "cpuMedianUs": launch.cpu_median_us, "cpuP95Us": launch.cpu_p95_us,

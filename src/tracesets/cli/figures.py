@@ -58,21 +58,25 @@ def _us(value: float) -> str:
     return f"{value:,.1f}"
 
 
+def _share(idle: dict[str, Any], cause: str) -> str:
+    """A cause's µs, and its share of the stream's idle time when that is positive."""
+    us, pct = _us(idle[f"{cause}Us"]), idle[f"{cause}Pct"]
+    return us if pct is None else f"{us} ({pct:.2f} %)"
+
+
 def idle_rows(analysis: TracesetAnalysis) -> Rows:
     """Each rank's idle time by cause on its streams idle longest (HTA's idle breakdown)."""
     rows = [
         [
             "" if figures["rank"] is None else str(figures["rank"]),
             str(idle["stream"]),
-            _us(idle["hostWaitUs"]),
-            _us(idle["kernelWaitUs"]),
-            _us(idle["otherUs"]),
+            *(_share(idle, cause) for cause in ("hostWait", "kernelWait", "other")),
         ]
         for figures in analysis.ranks
         for idle in figures["idleBreakdown"]
     ]
     return Rows(
-        ["rank", "stream", "host wait µs", "kernel wait µs", "other µs"],
+        ["rank", "stream", "host wait µs (%)", "kernel wait µs (%)", "other µs (%)"],
         rows,
         title="idle time by cause (host wait: launched after the stream went idle; "
         "kernel wait: other gaps under 30 µs)",

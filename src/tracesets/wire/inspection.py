@@ -85,6 +85,14 @@ class StreamIdle(BaseModel):
     hostWaitUs: Figure = Field(description="Gaps before a kernel launched after the last ended.")
     kernelWaitUs: Figure = Field(description="Other gaps under 30 µs.")
     otherUs: Figure
+    hostWaitPct: Figure | None = Field(
+        default=None,
+        description="Host wait's share of the stream's idle time (HTA's idle_time_ratio, "
+        "in %, two decimals); null when that idle time is not positive. Absent from "
+        "figures stored before 2026-12-05, as are the next two.",
+    )
+    kernelWaitPct: Figure | None = Field(default=None)
+    otherPct: Figure | None = Field(default=None)
 
 
 class LaunchStats(BaseModel):

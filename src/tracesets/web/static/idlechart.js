@@ -15,6 +15,11 @@ export const IDLE_PARTS = [
   { key: 'otherUs', label: 'other idle', css: 'other-idle' },
 ];
 
+/** A cause's share of a rank's idle time, as its bar's tooltip gives it. */
+function share(us, totalUs) {
+  return totalUs > 0 ? ` (${((100 * us) / totalUs).toFixed(1)} %)` : '';
+}
+
 /** Idle time by cause per rank (the idlest of a run), or null when no rank has any. */
 export function idleChart(inspection, figures, width) {
   const { bins: all, per } = figureBins(inspection, figures);
@@ -36,7 +41,7 @@ export function idleChart(inspection, figures, width) {
       class: 'idle-bar', 'data-rank': bin.first, 'data-last-rank': bin.last,
       'data-idlest-rank': idle.rank, 'data-us': idle.totalUs, 'data-file': bin.file,
     }, svg('title', {}, `${span(bin)}${whose}: idle ${formatDuration(idle.totalUs)} — `
-      + IDLE_PARTS.map((p) => `${p.label} ${formatDuration(idle[p.key])}`).join(', ')));
+      + IDLE_PARTS.map((p) => `${p.label} ${formatDuration(idle[p.key])}${share(idle[p.key], idle.totalUs)}`).join(', ')));
     let top = bottom;
     for (const part of IDLE_PARTS) {
       const height = (idle[part.key] / max) * plotH;
