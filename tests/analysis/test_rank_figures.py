@@ -19,7 +19,7 @@ import pytest
 from tests.analysis.run_writer import Run, rank_trace
 from tracesets.analysis import RankAnalysis, analyze_file
 from tracesets.analysis.kernel_stats import StreamIdle
-from tracesets.inspection import BytesSource
+from tracesets.inspection import BytesSource, FileSource
 
 
 def cpu(name: str, ts: int, dur: int, **args: Any) -> dict[str, Any]:
@@ -208,3 +208,15 @@ def test_each_idle_causes_share_of_its_streams_idle_time(
     host: float, kernel: float, other: float, shares: tuple[float, float, float] | None
 ) -> None:
     assert StreamIdle(7, host, kernel, other).shares() == shares
+
+
+def test_launch_quantiles_are_to_the_nanosecond_as_every_other_time() -> None:
+    path = Path(__file__).resolve().parents[1] / "data" / "traces" / "sampled_rank-0.json.gz"
+    (trace,) = analyze_file(path.name, FileSource(path))
+    assert trace.analysis.kernels is not None
+    launch = trace.analysis.kernels.launches
+    quantiles = [launch.cpu_median_us, launch.cpu_p95_us, launch.gpu_median_us,
+                 launch.gpu_p95_us, launch.delay_median_us, launch.delay_p95_us]  # fmt: skip
+    assert launch.launches and None not in quantiles
+    assert quantiles == [round(q or 0, 3) for q in quantiles]
+    assert any(q != int(q or 0) for q in quantiles)  # interpolated: not whole µs
