@@ -68,3 +68,17 @@ def test_no_operation_documents_fastapi_422(server: ServerProcess) -> None:
         for operation in path.values():
             answer = operation["responses"].get("422")  # only the Idempotency-Key's
             assert answer is None or "ProblemDetails" in json.dumps(answer)
+
+
+def test_every_operation_documents_the_400_a_malformed_request_gets(
+    server: ServerProcess,
+) -> None:
+    # The HTTP parser refuses a malformed request line or header (a Transfer-Encoding of
+    # "?9", as the fuzz sent to GET /api/v1/tracesets/{id}) before any route sees it:
+    # tests/hardening/test_malformed_http.py.
+    document = httpx.get(f"{server.url}/openapi.json", timeout=60).json()
+    for route, path in document["paths"].items():
+        for method, operation in path.items():
+            answer = operation["responses"].get("400")
+            assert answer is not None, (method, route)
+            assert "ProblemDetails" in json.dumps(answer), (method, route)

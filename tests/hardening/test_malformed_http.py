@@ -27,6 +27,8 @@ from tests.server import ServerProcess
         b"GET /api/v1/whoami HTTP/1.1\r\nHost x\r\n\r\n",
         # headers whole, then the framing refused: the app had begun (the fuzz found it)
         b"GET /api/v1/whoami HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: 0\r\n\r\n",
+        # any route: one that refuses nothing else of a GET (the fuzz found it, once in runs)
+        b"GET /api/v1/tracesets/%C2%A0%C3%B5 HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: ?9\r\n\r\n",
     ],
     ids=[
         "content-length not a number",
@@ -34,6 +36,7 @@ from tests.server import ServerProcess
         "space in target",
         "no colon",
         "transfer-encoding not chunked",
+        "transfer-encoding on a traceset",
     ],
 )
 def test_a_request_the_parser_refuses_is_answered_with_problem_details(

@@ -19,7 +19,9 @@ from tracesets.api.connections import OPERATOR_PATHS
 from tracesets.api.render import PROBLEM_JSON
 
 _DESCRIPTIONS = {
-    400: "The request breaks a rule; `errors` lists every problem found.",
+    400: "The request breaks a rule (of a parameter, of its body, or of HTTP/1.1 itself: a "
+    "malformed request line or header, which any route may meet); `errors` lists every "
+    "problem found.",
     401: "No token, or a token the service does not know.",
     403: "The token lacks the scope this route needs; for signed URLs: the URL was altered, "
     "has expired or is for another file.",
@@ -70,16 +72,6 @@ def _fastapi_422(response: dict[str, Any]) -> bool:
     return str(schema.get("$ref", "")).endswith("/HTTPValidationError")
 
 
-def _may_be_refused(parameter: dict[str, Any]) -> bool:
-    """Whether some value of the parameter fails validation: a bare string never does,
-    nor an optional one (``str | None``: absent, or any string)."""
-    schema = parameter.get("schema", {})
-    if set(schema) - {"type", "anyOf", "title", "description"}:
-        return True
-    kinds = [option.get("type") for option in schema.get("anyOf", [schema])]
-    return not ("string" in kinds and set(kinds) <= {"string", "null"})
-
-
 def build(app: FastAPI) -> dict[str, Any]:
     if app.openapi_schema is not None:
         return app.openapi_schema
@@ -103,9 +95,9 @@ def build(app: FastAPI) -> dict[str, Any]:
             responses = operation.setdefault("responses", {})
             if _fastapi_422(responses.get("422", {})):
                 del responses["422"]
-            parameters = operation.get("parameters", ())
-            if any(map(_may_be_refused, parameters)) and "400" not in responses:
-                responses.update({str(k): v for k, v in errors(400).items()})
+            # Any request may be refused by the HTTP parser before a route sees it (a
+            # Transfer-Encoding of "?9"), answered with problem details (``connections``).
+            responses.setdefault("400", errors(400)[400])
             # Any request may find the service at its bound of requests at once, but the
             # operator's probes and metrics, answered past it.
             if route not in OPERATOR_PATHS:
