@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -231,6 +232,27 @@ def _wait_until_serving(server: ServerProcess) -> None:
         time.sleep(0.05)
 
 
+def malformed(url: str, method: str = "GET") -> httpx.Response:
+    """The answer to ``method`` of ``url`` with a Transfer-Encoding no parser reads (the fuzz's
+    "?9"): refused before any route, so every operation may answer it."""
+    parts = urlsplit(url)
+    target = parts.path + (f"?{parts.query}" if parts.query else "")
+    request = (
+        f"{method} {target} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
+        "Transfer-Encoding: ?9\r\n\r\n"
+    )
+    with connect(url) as sock:
+        sock.sendall(request.encode())
+        answer = read_answer(sock)
+    assert answer is not None, "closed without an answer"
+    return httpx.Response(answer.status, headers=answer.headers, content=answer.body)
+
+
+def unframed(reach: Reach, operation: str) -> httpx.Response:
+    method, path, _ = ROUTES[operation](reach)
+    return malformed(reach.server.url + path, method)
+
+
 def overloaded(reach: Reach, operation: str) -> httpx.Response:
     return crowded(reach, ROUTES[operation](reach))
 
@@ -435,6 +457,7 @@ TABLE: dict[tuple[str, int], Callable[[Reach], httpx.Response]] = {
     ("download_signed_file", 200): lambda r: httpx.get(r.signed("GET")[0], timeout=60),
     ("download_signed_file", 403): lambda r: httpx.get(altered(r.signed("GET")[0]), timeout=60),
     ("download_signed_file", 404): lambda r: httpx.get(r.orphaned("GET"), timeout=60),
+    ("download_signed_file", 400): lambda r: malformed(r.signed("GET")[0]),
     ("healthz", 200): lambda r: _send(r, ROUTES["healthz"](r)),
     ("livez", 200): lambda r: _send(r, ROUTES["livez"](r), token=None),
     ("readyz", 200): lambda r: _send(r, ROUTES["readyz"](r), token=None),
@@ -452,6 +475,7 @@ TABLE: dict[tuple[str, int], Callable[[Reach], httpx.Response]] = {
 
 #: Statuses every authenticated operation sends the same way.
 ANY_OPERATION: dict[int, Callable[[Reach, str], httpx.Response]] = {
+    400: unframed,
     401: without_token,
     403: without_scope,
     404: unknown,
