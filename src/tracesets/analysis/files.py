@@ -7,7 +7,10 @@ file through a small buffer, a compressed one through its decompressor.
 
 Bad bytes become a ``TraceAnalysis`` whose ``analysis.problem`` says what was wrong,
 with the figures of the events read before it; a failure of the source is raised as
-``SourceError``.
+``SourceError``. Compressed bytes damaged in their middle often still inflate, into bytes
+that are not JSON, and only the checksum at the stream's end tells a damaged upload from a
+trace written wrong: so when the events of a compressed trace stop parsing, the rest of it
+is inflated, and a broken checksum is the problem given, as inspection gives it.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from tracesets.analysis.decoding import TYPED
-from tracesets.analysis.events import EventsUnreadable, Outside, scan_events
+from tracesets.analysis.events import BLOCK, EventsUnreadable, Outside, scan_events
 from tracesets.analysis.rank import GroupCollectives, RankAccumulator, RankAnalysis, spill_failed
 from tracesets.analysis.spill import SpillFailed
 from tracesets.inspection.archives import (
@@ -30,7 +33,7 @@ from tracesets.inspection.archives import (
     tar_stream_members,
     zip_members,
 )
-from tracesets.inspection.budget import file_budget
+from tracesets.inspection.budget import OverBudget, file_budget
 from tracesets.inspection.decompress import GZIP_MAGIC, Readable, open_gzip
 from tracesets.inspection.distributed import groups_of, parse_ranks, whole_number
 from tracesets.inspection.failures import describe
@@ -99,15 +102,34 @@ def _declared_groups(outside: Outside, analysis: RankAnalysis) -> RankAnalysis:
     return dataclasses.replace(analysis, collectives=collectives)
 
 
-def analyze_stream(stream: Readable, block: int | None = None) -> RankAnalysis:
-    """The figures of one trace read in order; bad bytes become its ``problem``."""
+def _damage(stream: Readable) -> str | None:
+    """What reading ``stream`` to its end runs into (its inflater's checksum), if anything."""
+    try:
+        while stream.read(BLOCK):
+            pass
+    except SourceError:
+        raise
+    except OverBudget:  # the file's time is spent: the events' own problem stands
+        return None
+    except Exception as error:
+        return describe(error)
+    return None
+
+
+def analyze_stream(
+    stream: Readable, block: int | None = None, *, compressed: bool = False
+) -> RankAnalysis:
+    """The figures of one trace read in order; bad bytes become its ``problem``.
+
+    ``compressed``: ``stream`` is inflated, and checks what it gave at its end.
+    """
     accumulator = RankAccumulator()
     try:
         outside = scan_events(stream, accumulator.add_all, TYPED, block)
     except SourceError:
         raise
     except EventsUnreadable as error:
-        return accumulator.result(str(error))
+        return accumulator.result((_damage(stream) if compressed else None) or str(error))
     except SpillFailed as error:
         return accumulator.result(spill_failed(error), gpu=False)
     except Exception as error:
@@ -131,10 +153,11 @@ def analyze_whole(trace: bytes) -> RankAnalysis:
 
 
 def _streams(
-    source: ByteSource | None, stream: Readable | None, *, top: bool
-) -> Iterator[tuple[str | None, Readable | bytes]]:
-    """Each trace in some bytes (a file or a member): ``(member, stream)``, or its bytes
-    when the file was inflated whole."""
+    source: ByteSource | None, stream: Readable | None, *, top: bool, compressed: bool = False
+) -> Iterator[tuple[str | None, Readable | bytes, bool]]:
+    """Each trace in some bytes (a file or a member): ``(member, stream, compressed)``, or
+    its bytes when the file was inflated whole. ``compressed``: the stream (``stream``, and
+    what is yielded) is inflated, and checks its bytes at its end."""
     if source is not None:
         stream = open_source(source, READ_AHEAD)
     assert stream is not None
@@ -147,6 +170,7 @@ def _streams(
         magic = read_up_to(stream, SNIFF_BYTES)
         stream = Replay(magic, stream)
         source = None
+        compressed = True
     if is_zip(magic) or is_tar(magic):
         if not top:
             return
@@ -169,11 +193,12 @@ def _streams(
             )
             if opened is None:
                 continue
-            for _, inner in _streams(None, opened, top=False):
-                yield member.name, inner
+            inflating = is_zip(magic) and member.open is not None  # zip checks its CRC-32
+            for _, inner, checked in _streams(None, opened, top=False, compressed=inflating):
+                yield member.name, inner, checked
         return
     if magic.lstrip().startswith(b"{") or magic.startswith(b"\xef\xbb\xbf"):
-        yield None, stream if inflated is None else inflated
+        yield None, stream if inflated is None else inflated, compressed
 
 
 def analyze_file(name: str, source: ByteSource) -> list[TraceAnalysis]:
@@ -184,11 +209,11 @@ def analyze_file(name: str, source: ByteSource) -> list[TraceAnalysis]:
     found: list[TraceAnalysis] = []
     try:
         with file_budget():
-            for member, trace in _streams(source, None, top=True):
+            for member, trace, compressed in _streams(source, None, top=True):
                 if isinstance(trace, bytes):
                     analysis = analyze_whole(trace)
                 else:
-                    analysis = analyze_stream(trace)
+                    analysis = analyze_stream(trace, compressed=compressed)
                 found.append(TraceAnalysis(name, member, analysis))
     except SourceError:
         raise

@@ -1,0 +1,117 @@
+"""A compressed trace damaged in its middle: the figures name the damage, as inspection
+does, not the bad JSON the damaged bytes inflate into; a plain trace is not read past its
+first bad event to find out."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+import zlib
+from collections.abc import Iterator
+
+import pytest
+
+from tests.inspection.kineto_writer import gzipped, kineto_trace
+from tracesets.analysis import analyze_file, analyze_stream
+from tracesets.inspection import BytesSource, decompress, inspect_file
+from tracesets.inspection.budget import OverBudget
+from tracesets.inspection.source import SourceError
+
+TRACE = kineto_trace(3, 8, layout="tail", events=60_000)
+EVENT = b'{"name": "k", "ph": "X", "ts": 1, "dur": 2}'
+BAD_JSON = b'{"traceEvents": [' + EVENT + b', {"name": oops}, ' + EVENT + b", " + EVENT
+
+
+def damaged(data: bytes, at: float) -> bytes:
+    """``data`` with 64 bytes flipped at the fraction ``at`` of its length."""
+    damaged = bytearray(data)
+    start = int(len(data) * at)
+    damaged[start : start + 64] = bytes(b ^ 0x55 for b in damaged[start : start + 64])
+    return bytes(damaged)
+
+
+def zipped(name: str, data: bytes) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr(name, data)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("at", [0.3, 0.5, 0.9])
+def test_a_gzip_damaged_in_its_middle_is_named_corrupt_with_the_events_before(at: float) -> None:
+    data = damaged(gzipped(TRACE), at)
+    assert len(data) > decompress.WHOLE_INPUT_LIMIT  # read step by step, not in one call
+    ((trace,), (finding,)) = (
+        analyze_file("rank-3.json.gz", BytesSource(data)),
+        inspect_file("rank-3.json.gz", BytesSource(data)),
+    )
+    assert (trace.analysis.problem or "").startswith("the compressed data is corrupt (")
+    assert trace.analysis.problem == finding.problem
+    assert 0 < trace.analysis.events < 60_000
+
+
+def test_a_zip_member_damaged_in_its_middle_is_named_by_its_crc() -> None:
+    data = damaged(zipped("rank-3.json", TRACE), 0.5)
+    ((trace,), (finding,)) = (
+        analyze_file("ranks.zip", BytesSource(data)),
+        inspect_file("ranks.zip", BytesSource(data)),
+    )
+    assert trace.member == "rank-3.json"
+    assert (
+        trace.analysis.problem == "not a readable zip archive (Bad CRC-32 for file 'rank-3.json')"
+    )
+    assert trace.analysis.problem == finding.problem
+    assert 0 < trace.analysis.events < 60_000
+
+
+def test_a_gzip_of_bad_json_keeps_the_json_s_problem() -> None:
+    data = gzipped(TRACE[: len(TRACE) // 2] + b"not json" + TRACE[len(TRACE) // 2 :])
+    assert len(data) > decompress.WHOLE_INPUT_LIMIT
+    (trace,) = analyze_file("rank-3.json.gz", BytesSource(data))
+    assert (trace.analysis.problem or "").startswith("the traceEvents array is not valid JSON")
+
+
+class Counting(BytesSource):
+    def __init__(self, data: bytes) -> None:
+        super().__init__(data)
+        self.read_bytes = 0
+
+    def read(self, offset: int, length: int) -> bytes:
+        self.read_bytes += length
+        return super().read(offset, length)
+
+
+def test_a_plain_trace_is_not_read_past_its_first_bad_event() -> None:
+    source = Counting(BAD_JSON + b", " + b", ".join([EVENT] * 2_000_000) + b"]}")
+    (trace,) = analyze_file("rank-0.json", source)
+    assert (trace.analysis.problem or "").startswith("the traceEvents array is not valid JSON")
+    assert source.read_bytes < 8 * 1024 * 1024
+
+
+class Inflating:
+    """Bad JSON, then what the inflater says on the next read."""
+
+    def __init__(self, then: Exception) -> None:
+        self._reads: Iterator[bytes] = iter([BAD_JSON])
+        self._then = then
+
+    def read(self, size: int = -1, /) -> bytes:
+        for data in self._reads:
+            return data
+        raise self._then
+
+
+def test_the_damage_found_past_the_bad_json_is_the_problem() -> None:
+    stream = Inflating(zlib.error("invalid stored block"))
+    analysis = analyze_stream(stream, block=16, compressed=True)
+    assert analysis.problem == "the compressed data is corrupt (invalid stored block)"
+
+
+def test_a_budget_spent_before_the_end_leaves_the_json_s_problem() -> None:
+    analysis = analyze_stream(Inflating(OverBudget("spent")), block=16, compressed=True)
+    assert (analysis.problem or "").startswith("the traceEvents array is not valid JSON")
+
+
+def test_a_storage_failure_past_the_bad_json_is_raised() -> None:
+    with pytest.raises(SourceError):
+        analyze_stream(Inflating(SourceError("the store went away")), block=16, compressed=True)
