@@ -9,8 +9,10 @@ Bad bytes become a ``TraceAnalysis`` whose ``analysis.problem`` says what was wr
 with the figures of the events read before it; a failure of the source is raised as
 ``SourceError``. Compressed bytes damaged in their middle often still inflate, into bytes
 that are not JSON, and only the checksum at the stream's end tells a damaged upload from a
-trace written wrong: so when the events of a compressed trace stop parsing, the rest of it
-is inflated, and a broken checksum is the problem given, as inspection gives it.
+trace written wrong: so when the events of a trace whose end is checked (gzip, a zip
+member) stop parsing, the rest of it is read, and a failed check is the problem given, as
+inspection gives it. A zip member stored without compression is checked against its
+CRC-32 too, as ``zipfile`` checks those it inflates: its bytes are read whole here.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from tracesets.analysis.events import BLOCK, EventsUnreadable, Outside, scan_eve
 from tracesets.analysis.rank import GroupCollectives, RankAccumulator, RankAnalysis, spill_failed
 from tracesets.analysis.spill import SpillFailed
 from tracesets.inspection.archives import (
+    CrcChecked,
     Member,
     is_tar,
     is_zip,
@@ -117,11 +120,11 @@ def _damage(stream: Readable) -> str | None:
 
 
 def analyze_stream(
-    stream: Readable, block: int | None = None, *, compressed: bool = False
+    stream: Readable, block: int | None = None, *, checked: bool = False
 ) -> RankAnalysis:
     """The figures of one trace read in order; bad bytes become its ``problem``.
 
-    ``compressed``: ``stream`` is inflated, and checks what it gave at its end.
+    ``checked``: ``stream`` checks its bytes at its end (a CRC-32), and says when they fail.
     """
     accumulator = RankAccumulator()
     try:
@@ -129,7 +132,7 @@ def analyze_stream(
     except SourceError:
         raise
     except EventsUnreadable as error:
-        return accumulator.result((_damage(stream) if compressed else None) or str(error))
+        return accumulator.result((_damage(stream) if checked else None) or str(error))
     except SpillFailed as error:
         return accumulator.result(spill_failed(error), gpu=False)
     except Exception as error:
@@ -153,11 +156,11 @@ def analyze_whole(trace: bytes) -> RankAnalysis:
 
 
 def _streams(
-    source: ByteSource | None, stream: Readable | None, *, top: bool, compressed: bool = False
+    source: ByteSource | None, stream: Readable | None, *, top: bool, checked: bool = False
 ) -> Iterator[tuple[str | None, Readable | bytes, bool]]:
-    """Each trace in some bytes (a file or a member): ``(member, stream, compressed)``, or
-    its bytes when the file was inflated whole. ``compressed``: the stream (``stream``, and
-    what is yielded) is inflated, and checks its bytes at its end."""
+    """Each trace in some bytes (a file or a member): ``(member, stream, checked)``, or its
+    bytes when the file was inflated whole. ``checked``: the stream (``stream``, and what is
+    yielded) checks its bytes at its end."""
     if source is not None:
         stream = open_source(source, READ_AHEAD)
     assert stream is not None
@@ -170,7 +173,7 @@ def _streams(
         magic = read_up_to(stream, SNIFF_BYTES)
         stream = Replay(magic, stream)
         source = None
-        compressed = True
+        checked = True
     if is_zip(magic) or is_tar(magic):
         if not top:
             return
@@ -184,21 +187,21 @@ def _streams(
         for member in members:
             if member.problem is not None:
                 continue
-            opened = (
-                member.open()
-                if member.open is not None
-                else open_source(member.source, READ_AHEAD)
-                if member.source is not None
-                else None
-            )
+            opened: Readable | None = None
+            if member.open is not None:
+                opened = member.open()
+            elif member.source is not None:
+                opened = open_source(member.source, READ_AHEAD)
+                if member.crc is not None:
+                    opened = CrcChecked(opened, member)
             if opened is None:
                 continue
-            inflating = is_zip(magic) and member.open is not None  # zip checks its CRC-32
-            for _, inner, checked in _streams(None, opened, top=False, compressed=inflating):
-                yield member.name, inner, checked
+            in_zip = is_zip(magic)  # a zip member's CRC-32 is checked at its end
+            for _, inner, inner_checked in _streams(None, opened, top=False, checked=in_zip):
+                yield member.name, inner, inner_checked
         return
     if magic.lstrip().startswith(b"{") or magic.startswith(b"\xef\xbb\xbf"):
-        yield None, stream if inflated is None else inflated, compressed
+        yield None, stream if inflated is None else inflated, checked
 
 
 def analyze_file(name: str, source: ByteSource) -> list[TraceAnalysis]:
@@ -209,11 +212,11 @@ def analyze_file(name: str, source: ByteSource) -> list[TraceAnalysis]:
     found: list[TraceAnalysis] = []
     try:
         with file_budget():
-            for member, trace, compressed in _streams(source, None, top=True):
+            for member, trace, checked in _streams(source, None, top=True):
                 if isinstance(trace, bytes):
                     analysis = analyze_whole(trace)
                 else:
-                    analysis = analyze_stream(trace, compressed=compressed)
+                    analysis = analyze_stream(trace, checked=checked)
                 found.append(TraceAnalysis(name, member, analysis))
     except SourceError:
         raise

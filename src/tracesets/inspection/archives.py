@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import IO, Final, cast
 
+from isal import isal_zlib
+
 from tracesets.inspection.decompress import MAX_RATIO, Readable, Refused, is_bomb, refusal
 from tracesets.inspection.source import ByteSource, SliceSource, fetch, open_source
 
@@ -49,6 +51,9 @@ class Member:
     source: ByteSource | None = None
     open: Callable[[], Readable] | None = None
     problem: str | None = None
+    #: The CRC-32 a zip records for a member read by offset, for a reader of all its bytes
+    #: to check (``zipfile`` checks those it inflates).
+    crc: int | None = None
 
 
 def _skipped(name: str) -> bool:
@@ -94,6 +99,27 @@ class Counted:
         return data
 
 
+class CrcChecked:
+    """A stored zip member read in order, whose CRC-32 is checked at its end as ``zipfile``
+    checks an inflated one's, with its words: the bytes are those the archive was made of.
+    ISA-L's CRC runs at about 13 GB/s, a few percent of reading a trace's events."""
+
+    def __init__(self, stream: Readable, member: Member) -> None:
+        assert member.crc is not None
+        self._stream = stream
+        self._name = member.name
+        self._expected = member.crc
+        self._crc = 0
+
+    def read(self, size: int = -1, /) -> bytes:
+        data = self._stream.read(size)
+        if data:
+            self._crc = isal_zlib.crc32(data, self._crc)
+        elif self._crc != self._expected:
+            raise zipfile.BadZipFile(f"Bad CRC-32 for file {self._name!r}")
+        return data
+
+
 def _stored_source(source: ByteSource, info: zipfile.ZipInfo) -> ByteSource | None:
     """The bytes of a member stored without compression, straight from the archive."""
     header = fetch(source, info.header_offset, _LOCAL_HEADER)
@@ -123,7 +149,7 @@ def zip_members(source: ByteSource) -> Iterator[Member]:
             elif info.compress_type == zipfile.ZIP_STORED:
                 stored = _stored_source(source, info)
                 problem = None if stored else "its local header is missing or out of place"
-                yield Member(name, size, source=stored, problem=problem)
+                yield Member(name, size, source=stored, problem=problem, crc=info.CRC)
             else:
 
                 def opened(info: zipfile.ZipInfo = info) -> Readable:

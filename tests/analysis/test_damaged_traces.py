@@ -1,6 +1,7 @@
-"""A compressed trace damaged in its middle: the figures name the damage, as inspection
-does, not the bad JSON the damaged bytes inflate into; a plain trace is not read past its
-first bad event to find out."""
+"""A trace damaged in its middle, in gzip or in a zip: the figures name the damage, as
+inspection does, not the bad JSON the damaged bytes inflate into, and a zip member stored
+uncompressed is checked against its CRC-32 as an inflated one is; a plain trace is not
+read past its first bad event to find out."""
 
 from __future__ import annotations
 
@@ -30,9 +31,9 @@ def damaged(data: bytes, at: float) -> bytes:
     return bytes(damaged)
 
 
-def zipped(name: str, data: bytes) -> bytes:
+def zipped(name: str, data: bytes, how: int = zipfile.ZIP_DEFLATED) -> bytes:
     out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+    with zipfile.ZipFile(out, "w", how) as archive:
         archive.writestr(name, data)
     return out.getvalue()
 
@@ -62,6 +63,42 @@ def test_a_zip_member_damaged_in_its_middle_is_named_by_its_crc() -> None:
     )
     assert trace.analysis.problem == finding.problem
     assert 0 < trace.analysis.events < 60_000
+
+
+def stored_damaged(at: int) -> bytes:
+    """A zip of TRACE stored uncompressed, TRACE's byte ``at`` flipped in it."""
+    data = bytearray(zipped("rank-3.json", TRACE, zipfile.ZIP_STORED))
+    data[data.index(TRACE[:256]) + at] ^= 0x01
+    return bytes(data)
+
+
+def test_a_stored_zip_member_damaged_in_its_events_is_named_by_its_crc() -> None:
+    middle = TRACE.index(b'"ts"', len(TRACE) // 2)  # '"' becomes '#'
+    (trace,) = analyze_file("ranks.zip", BytesSource(stored_damaged(middle)))
+    assert (
+        trace.analysis.problem == "not a readable zip archive (Bad CRC-32 for file 'rank-3.json')"
+    )
+    (plain,) = analyze_file("rank-3.json", BytesSource(TRACE))
+    assert 0 < trace.analysis.events < plain.analysis.events
+
+
+def test_a_stored_zip_member_still_json_once_damaged_is_named_by_its_crc() -> None:
+    name = b'"name": "'
+    middle = TRACE.index(name, len(TRACE) // 2) + len(name)  # a letter of an event's name
+    (trace,) = analyze_file("ranks.zip", BytesSource(stored_damaged(middle)))
+    assert (
+        trace.analysis.problem == "not a readable zip archive (Bad CRC-32 for file 'rank-3.json')"
+    )
+    (plain,) = analyze_file("rank-3.json", BytesSource(TRACE))
+    assert plain.analysis.problem is None
+    assert 0 < trace.analysis.events <= plain.analysis.events
+
+
+def test_an_intact_stored_zip_member_reads_as_the_plain_trace() -> None:
+    data = zipped("rank-3.json", TRACE, zipfile.ZIP_STORED)
+    (trace,) = analyze_file("ranks.zip", BytesSource(data))
+    (plain,) = analyze_file("rank-3.json", BytesSource(TRACE))
+    assert trace.analysis == plain.analysis and trace.analysis.problem is None
 
 
 def test_a_gzip_of_bad_json_keeps_the_json_s_problem() -> None:
@@ -103,15 +140,15 @@ class Inflating:
 
 def test_the_damage_found_past_the_bad_json_is_the_problem() -> None:
     stream = Inflating(zlib.error("invalid stored block"))
-    analysis = analyze_stream(stream, block=16, compressed=True)
+    analysis = analyze_stream(stream, block=16, checked=True)
     assert analysis.problem == "the compressed data is corrupt (invalid stored block)"
 
 
 def test_a_budget_spent_before_the_end_leaves_the_json_s_problem() -> None:
-    analysis = analyze_stream(Inflating(OverBudget("spent")), block=16, compressed=True)
+    analysis = analyze_stream(Inflating(OverBudget("spent")), block=16, checked=True)
     assert (analysis.problem or "").startswith("the traceEvents array is not valid JSON")
 
 
 def test_a_storage_failure_past_the_bad_json_is_raised() -> None:
     with pytest.raises(SourceError):
-        analyze_stream(Inflating(SourceError("the store went away")), block=16, compressed=True)
+        analyze_stream(Inflating(SourceError("the store went away")), block=16, checked=True)
