@@ -184,6 +184,7 @@ def _streams(
             members = tar_stream_members(stream)
         else:
             return
+        in_zip = is_zip(magic)  # a zip member's CRC-32 is checked at its end
         for member in members:
             if member.problem is not None:
                 continue
@@ -196,7 +197,6 @@ def _streams(
                     opened = CrcChecked(opened, member)
             if opened is None:
                 continue
-            in_zip = is_zip(magic)  # a zip member's CRC-32 is checked at its end
             for _, inner, inner_checked in _streams(None, opened, top=False, checked=in_zip):
                 yield member.name, inner, inner_checked
         return
