@@ -14,6 +14,7 @@ import pytest
 
 from tests.inspection.kineto_writer import gzipped, kineto_trace
 from tracesets.analysis import analyze_file, analyze_stream
+from tracesets.analysis.rank import RankAnalysis
 from tracesets.inspection import BytesSource, decompress, inspect_file
 from tracesets.inspection.budget import OverBudget
 from tracesets.inspection.source import SourceError
@@ -21,6 +22,15 @@ from tracesets.inspection.source import SourceError
 TRACE = kineto_trace(3, 8, layout="tail", events=60_000)
 EVENT = b'{"name": "k", "ph": "X", "ts": 1, "dur": 2}'
 BAD_JSON = b'{"traceEvents": [' + EVENT + b', {"name": oops}, ' + EVENT + b", " + EVENT
+BAD_CRC = "not a readable zip archive (Bad CRC-32 for file 'rank-3.json')"
+
+
+@pytest.fixture(scope="module")
+def plain() -> RankAnalysis:
+    """TRACE's figures read as a plain file."""
+    (trace,) = analyze_file("rank-3.json", BytesSource(TRACE))
+    assert trace.analysis.problem is None
+    return trace.analysis
 
 
 def damaged(data: bytes, at: float) -> bytes:
@@ -58,9 +68,7 @@ def test_a_zip_member_damaged_in_its_middle_is_named_by_its_crc() -> None:
         inspect_file("ranks.zip", BytesSource(data)),
     )
     assert trace.member == "rank-3.json"
-    assert (
-        trace.analysis.problem == "not a readable zip archive (Bad CRC-32 for file 'rank-3.json')"
-    )
+    assert trace.analysis.problem == BAD_CRC
     assert trace.analysis.problem == finding.problem
     assert 0 < trace.analysis.events < 60_000
 
@@ -72,33 +80,29 @@ def stored_damaged(at: int) -> bytes:
     return bytes(data)
 
 
-def test_a_stored_zip_member_damaged_in_its_events_is_named_by_its_crc() -> None:
+def test_a_stored_zip_member_damaged_in_its_events_is_named_by_its_crc(
+    plain: RankAnalysis,
+) -> None:
     middle = TRACE.index(b'"ts"', len(TRACE) // 2)  # '"' becomes '#'
     (trace,) = analyze_file("ranks.zip", BytesSource(stored_damaged(middle)))
-    assert (
-        trace.analysis.problem == "not a readable zip archive (Bad CRC-32 for file 'rank-3.json')"
-    )
-    (plain,) = analyze_file("rank-3.json", BytesSource(TRACE))
-    assert 0 < trace.analysis.events < plain.analysis.events
+    assert trace.analysis.problem == BAD_CRC
+    assert 0 < trace.analysis.events < plain.events
 
 
-def test_a_stored_zip_member_still_json_once_damaged_is_named_by_its_crc() -> None:
+def test_a_stored_zip_member_still_json_once_damaged_is_named_by_its_crc(
+    plain: RankAnalysis,
+) -> None:
     name = b'"name": "'
     middle = TRACE.index(name, len(TRACE) // 2) + len(name)  # a letter of an event's name
     (trace,) = analyze_file("ranks.zip", BytesSource(stored_damaged(middle)))
-    assert (
-        trace.analysis.problem == "not a readable zip archive (Bad CRC-32 for file 'rank-3.json')"
-    )
-    (plain,) = analyze_file("rank-3.json", BytesSource(TRACE))
-    assert plain.analysis.problem is None
-    assert 0 < trace.analysis.events <= plain.analysis.events
+    assert trace.analysis.problem == BAD_CRC
+    assert 0 < trace.analysis.events <= plain.events
 
 
-def test_an_intact_stored_zip_member_reads_as_the_plain_trace() -> None:
+def test_an_intact_stored_zip_member_reads_as_the_plain_trace(plain: RankAnalysis) -> None:
     data = zipped("rank-3.json", TRACE, zipfile.ZIP_STORED)
     (trace,) = analyze_file("ranks.zip", BytesSource(data))
-    (plain,) = analyze_file("rank-3.json", BytesSource(TRACE))
-    assert trace.analysis == plain.analysis and trace.analysis.problem is None
+    assert trace.analysis == plain
 
 
 def test_a_gzip_of_bad_json_keeps_the_json_s_problem() -> None:

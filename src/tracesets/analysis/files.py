@@ -194,7 +194,7 @@ def _streams(
             elif member.source is not None:
                 opened = open_source(member.source, READ_AHEAD)
                 if member.crc is not None:
-                    opened = CrcChecked(opened, member)
+                    opened = CrcChecked(opened, member.name, member.crc)
             if opened is None:
                 continue
             for _, inner, inner_checked in _streams(None, opened, top=False, checked=in_zip):

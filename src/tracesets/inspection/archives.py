@@ -104,11 +104,10 @@ class CrcChecked:
     checks an inflated one's, with its words: the bytes are those the archive was made of.
     ISA-L's CRC runs at about 13 GB/s, a few percent of reading a trace's events."""
 
-    def __init__(self, stream: Readable, member: Member) -> None:
-        assert member.crc is not None
+    def __init__(self, stream: Readable, name: str, crc: int) -> None:
         self._stream = stream
-        self._name = member.name
-        self._expected = member.crc
+        self._name = name
+        self._expected = crc
         self._crc = 0
 
     def read(self, size: int = -1, /) -> bytes:
